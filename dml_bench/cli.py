@@ -1,0 +1,198 @@
+"""The ``dmlbench`` command line: run, report, check, validate, datasets, fetch, solvers."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+
+
+def _fail(message: str, code: int = 2):
+    click.secho(f"error: {message}", fg="red", err=True)
+    sys.exit(code)
+
+
+def _load(config_path: str, **overrides):
+    from .config import ConfigError, load_config
+
+    try:
+        exp = load_config(config_path)
+    except ConfigError as exc:
+        _fail(str(exc))
+    from dataclasses import replace
+
+    return replace(exp, **{k: v for k, v in overrides.items() if v is not None})
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="dmlbench")
+@click.option("--data-mirror", type=click.Path(file_okay=False), envvar="DMLBENCH_DATA_MIRROR",
+              help="Read-only folder of dataset files tried before the network "
+                   "(env DMLBENCH_DATA_MIRROR).")
+@click.option("--cache-dir", type=click.Path(file_okay=False), envvar="DMLBENCH_CACHE",
+              help="Where fetched datasets are stored (env DMLBENCH_CACHE; default ./datasets).")
+@click.pass_context
+def main(ctx, data_mirror, cache_dir):
+    """Reproduce, compare and extend Mahalanobis distance-metric-learning results.
+
+    A YAML config names datasets, a constraint generator and solvers; `dmlbench run` runs
+    randomised train/test splits in parallel and writes runs.csv, summary tables and the
+    comparison with the numbers the papers reported.
+    """
+    # exported so worker processes and every loader see the same locations
+    for var, value in (("DMLBENCH_DATA_MIRROR", data_mirror), ("DMLBENCH_CACHE", cache_dir)):
+        if value:
+            os.environ[var] = str(Path(value).resolve())
+    ctx.obj = {"mirror": os.environ.get("DMLBENCH_DATA_MIRROR"),
+               "cache_dir": os.environ.get("DMLBENCH_CACHE")}
+
+
+@main.command()
+@click.argument("config", type=click.Path(dir_okay=False))
+@click.option("-j", "--n-jobs", type=int, help="Parallel tasks (overrides execution.n_jobs).")
+@click.option("--backend", type=click.Choice(["loky", "dask", "sequential"]),
+              help="joblib backend (overrides execution.backend).")
+@click.option("--scheduler", help="dask scheduler address (with --backend dask); "
+                                  "default: a local loopback cluster.")
+@click.option("--timing", is_flag=True, default=None,
+              help="Run tasks one at a time so fit times are comparable (timing tables).")
+@click.option("--force", is_flag=True, help="Recompute tasks already in runs.csv.")
+@click.option("--results-dir", default="results", show_default=True, type=click.Path(),
+              help="Parent folder of the experiment's results folder.")
+@click.pass_obj
+def run(obj, config, n_jobs, backend, scheduler, timing, force, results_dir):
+    """Run CONFIG: every (dataset, split, solver) task not yet in runs.csv, then report.
+
+    Finished tasks are appended to RESULTS_DIR/<name>/runs.csv one by one, so an interrupted run
+    resumes where it stopped when the same command is given again.
+    """
+    from .report import ReportError, write_report
+    from .runner import run_experiment
+
+    exp = _load(config, n_jobs=n_jobs, backend=backend, scheduler=scheduler, timing=timing)
+
+    def progress(total):
+        return click.progressbar(length=total, label=f"{exp.name}: tasks", show_eta=True,
+                                 show_pos=True, file=sys.stderr)
+
+    summary = run_experiment(exp, results_dir, mirror=obj["mirror"], cache_dir=obj["cache_dir"],
+                             force=force, progress=progress, echo=lambda m: click.echo(m, err=True))
+    click.echo(f"{exp.name}: {summary.ran} tasks run, {summary.done_before} already done, "
+               f"{summary.failed} failed, {len(summary.skipped)} dataset×solver skipped")
+    try:
+        for kind, path in write_report(Path(results_dir) / exp.name).items():
+            click.echo(f"  {kind}: {path}")
+    except ReportError as exc:
+        click.echo(f"  no report: {exc}", err=True)
+    if summary.failed:
+        _fail(f"{summary.failed} task(s) failed; see {Path(results_dir) / exp.name / 'errors.csv'}"
+              " (they are retried by the next run)", code=1)
+
+
+@main.command()
+@click.argument("results_dirs", nargs=-1, type=click.Path(file_okay=False, exists=True))
+@click.option("--readme", type=click.Path(dir_okay=False, exists=True),
+              help="Also regenerate the status table between the markers of this README.")
+def report(results_dirs, readme):
+    """Write summary.csv, table.tex and paper comparisons for RESULTS_DIRS."""
+    from .report import ReportError, update_readme_status, write_report
+
+    for directory in results_dirs:
+        try:
+            for kind, path in write_report(Path(directory)).items():
+                click.echo(f"{kind}: {path}")
+        except ReportError as exc:
+            _fail(str(exc), code=1)
+    if readme:
+        root = Path(results_dirs[0]).parent if results_dirs else Path("results")
+        changed = update_readme_status(Path(readme), root)
+        click.echo(f"{readme}: status table {'updated' if changed else 'unchanged'}")
+
+
+@main.command()
+@click.argument("results_dir", type=click.Path(file_okay=False, exists=True))
+@click.option("--baseline", required=True, type=click.Path(dir_okay=False, exists=True),
+              help="Baseline CSV (summary.csv format).")
+def check(results_dir, baseline):
+    """Fail (exit 1) when a mean error is worse than BASELINE by more than its tolerance.
+
+    The tolerance of each (dataset, solver) cell is two standard errors of the difference of the
+    means (from the split-to-split std), at least one misclassified test point on one split.
+    """
+    from .check import check_against_baseline
+
+    ok, table = check_against_baseline(Path(results_dir), Path(baseline))
+    click.echo(table.to_string(index=False))
+    if not ok:
+        offenders = table[table["status"].isin(["worse", "missing"])]
+        _fail(f"{len(offenders)} cell(s) regressed against {baseline}:\n"
+              + offenders.to_string(index=False), code=1)
+    click.echo(f"ok: no cell worse than {baseline} beyond its tolerance")
+
+
+@main.command()
+@click.argument("config", type=click.Path(dir_okay=False))
+def validate(config):
+    """Check CONFIG without running anything."""
+    exp = _load(config)
+    n = sum((d.n_splits or exp.n_splits) for d in exp.datasets) * len(exp.solvers)
+    click.echo(f"{config}: ok ({len(exp.datasets)} datasets × {len(exp.solvers)} solvers, "
+               f"{n} tasks)")
+
+
+@main.command()
+@click.pass_obj
+def datasets(obj):
+    """List known datasets, their size, the papers using them and where they would load from."""
+    from .datasets import DATASETS, dataset_status
+
+    rows = [(name, f"{s.n_samples}×{s.n_features}", str(s.n_classes), ", ".join(s.papers),
+             dataset_status(name, mirror=obj["mirror"], cache_dir=obj["cache_dir"]))
+            for name, s in DATASETS.items()]
+    _print_table(("name", "n×d", "classes", "papers", "availability"), rows)
+
+
+@main.command()
+@click.argument("names", nargs=-1, required=True)
+@click.pass_obj
+def fetch(obj, names):
+    """Download (or copy from the mirror) and verify datasets NAMES into the cache."""
+    from .datasets import DataIntegrityError, DataNotAvailable, fetch_dataset
+    from .registry import UnknownNameError
+
+    for name in names:
+        try:
+            path = fetch_dataset(name, mirror=obj["mirror"], cache_dir=obj["cache_dir"])
+        except (UnknownNameError, DataNotAvailable, DataIntegrityError) as exc:
+            _fail(str(exc), code=1)
+        click.echo(f"{name}: {'bundled with scikit-learn' if path is None else path}")
+
+
+@main.command()
+def solvers():
+    """List solvers, the constraints they consume and their parameters with defaults."""
+    from .solvers import PLANNED, SOLVERS
+
+    for name, cls in SOLVERS.items():
+        params = [f"{p.name}={p.default!r}" for p in
+                  inspect.signature(cls.__init__).parameters.values() if p.name != "self"]
+        summary = (cls.__doc__ or "").strip().splitlines()[0]
+        click.echo(f"{name} [{cls.constraint_kind}] — {summary}")
+        click.echo(f"    {', '.join(params) or '(no parameters)'}")
+    for name, reason in PLANNED.items():
+        click.echo(f"{name} — {reason}")
+
+
+def _print_table(header, rows):
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    for row in (header, *rows):
+        click.echo("  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

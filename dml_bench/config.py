@@ -1,0 +1,289 @@
+"""Experiment configs: YAML → validated :class:`Experiment` (datasets × solvers × splits).
+
+Validation happens before any work. Every problem is a :class:`ConfigError` naming the file, the
+key path and the problem (unknown keys and names come with the valid list and a close match), so
+the CLI can print one clear line instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .constraints import GENERATORS
+from .evaluate import TIE_BREAKS
+from .preprocess import NORMALIZATIONS, Preprocessing
+from .registry import UnknownNameError
+
+BACKENDS = ("loky", "dask", "sequential")
+
+
+class ConfigError(ValueError):
+    """A config that cannot run: ``"<file>: <key.path>: <problem>"``."""
+
+    def __init__(self, source: str, path: str, problem: str):
+        self.source, self.path, self.problem = source, path, problem
+        super().__init__(f"{source}: {path or '<top>'}: {problem}")
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    name: str
+    label: str
+    preprocessing: Preprocessing
+    n_samples: int | None = None
+    n_splits: int | None = None
+
+
+@dataclass(frozen=True)
+class SolverEntry:
+    name: str
+    label: str
+    params: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A validated experiment config (see ``README.md`` § Config reference)."""
+
+    name: str
+    datasets: tuple[DatasetEntry, ...]
+    solvers: tuple[SolverEntry, ...]
+    paper_table: tuple[str, ...] = ()
+    description: str = ""
+    train_fraction: float = 0.7
+    n_splits: int = 10
+    seed: int = 0
+    stratify: bool = True
+    generator: str = "knn_triplets"
+    generator_params: dict = field(default_factory=lambda: {"k": 3})
+    knn_k: int = 3
+    tie_break: str = "nearest"
+    n_jobs: int = 1
+    backend: str = "loky"
+    scheduler: str | None = None
+    timing: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved config as plain YAML-able data (written next to the results)."""
+        return {
+            "name": self.name, "description": self.description,
+            "paper_table": list(self.paper_table) or None,
+            "datasets": [{"name": d.name, "label": d.label, **asdict(d.preprocessing),
+                          "n_samples": d.n_samples, "n_splits": d.n_splits} for d in self.datasets],
+            "split": {"train_fraction": self.train_fraction, "n_splits": self.n_splits,
+                      "seed": self.seed, "stratify": self.stratify},
+            "constraints": {"generator": self.generator, "params": dict(self.generator_params)},
+            "solvers": [{"name": s.name, "label": s.label, "params": dict(s.params)}
+                        for s in self.solvers],
+            "evaluation": {"knn_k": self.knn_k, "tie_break": self.tie_break},
+            "execution": {"n_jobs": self.n_jobs, "backend": self.backend,
+                          "scheduler": self.scheduler, "timing": self.timing},
+        }
+
+
+# --- schema -------------------------------------------------------------------------------------
+# key → (accepted types, default); None default with no type check means "optional"
+_TOP = {"name": (str, ...), "description": (str, ""), "paper_table": ((str, list), None),
+        "datasets": (list, ...), "split": (dict, {}), "constraints": (dict, {}),
+        "solvers": (list, ...), "evaluation": (dict, {}), "execution": (dict, {})}
+_DATASET = {"name": (str, ...), "label": (str, None), "normalize": (str, "zscore"),
+            "pca": (int, None), "sqrt": (bool, False), "downscale": (int, None),
+            "n_samples": (int, None), "n_splits": (int, None)}
+_SPLIT = {"train_fraction": ((int, float), 0.7), "n_splits": (int, 10), "seed": (int, 0),
+          "stratify": (bool, True)}
+_CONSTRAINTS = {"generator": (str, "knn_triplets"), "params": (dict, {"k": 3})}
+_SOLVER = {"name": (str, ...), "label": (str, None), "params": (dict, {})}
+_EVALUATION = {"knn_k": (int, 3), "tie_break": (str, "nearest")}
+_EXECUTION = {"n_jobs": (int, 1), "backend": (str, "loky"), "scheduler": (str, None),
+              "timing": (bool, False)}
+
+
+class _Reader:
+    """Checks one mapping against a schema, reporting errors with their key path."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, path: str, problem: str):
+        raise ConfigError(self.source, path, problem)
+
+    def section(self, data: Any, schema: dict, path: str) -> dict:
+        if not isinstance(data, dict):
+            self.fail(path, f"expected a mapping, got {type(data).__name__}")
+        for key in data:
+            if key not in schema:
+                close = difflib.get_close_matches(str(key), schema, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                self.fail(_join(path, key), f"unknown key{hint}; valid keys: {', '.join(schema)}")
+        out = {}
+        for key, (types, default) in schema.items():
+            if key not in data or data[key] is None:
+                if default is ...:
+                    self.fail(_join(path, key), "required key is missing")
+                out[key] = default
+                continue
+            value = data[key]
+            wanted = types if isinstance(types, tuple) else (types,)
+            if isinstance(value, bool) and bool not in wanted or not isinstance(value, wanted):
+                names = " or ".join(t.__name__ for t in wanted)
+                self.fail(_join(path, key), f"expected {names}, got {type(value).__name__} {value!r}")
+            out[key] = value
+        return out
+
+    def name(self, registry, name: str, path: str, extra: dict | None = None):
+        valid = list(registry) + list(extra or {})
+        if name not in valid:
+            self.fail(path, str(UnknownNameError(registry.kind, name, valid)))
+
+    def check(self, ok: bool, path: str, problem: str):
+        if not ok:
+            self.fail(path, problem)
+
+
+def _join(path: str, key) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def load_config(path: str | Path, *, check_data: bool = True) -> Experiment:
+    """Read and validate a YAML experiment config.
+
+    Parameters
+    ----------
+    path : str or Path
+        The YAML file.
+    check_data : bool
+        Also check value constraints that need the data (``k`` against the smallest class of the
+        training part) for datasets available without network.
+
+    Raises
+    ------
+    ConfigError
+        On the first problem found.
+    """
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(str(path), "", "file not found") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(str(path), "", f"not valid YAML: {exc}") from None
+    return parse_config(data, source=str(path), check_data=check_data)
+
+
+def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -> Experiment:
+    """Validate an already-parsed config mapping; see :func:`load_config`."""
+    from .datasets import DATASETS
+    from .solvers import PLANNED, SOLVERS
+
+    r = _Reader(source)
+    top = r.section(data, _TOP, "")
+    r.check(bool(top["name"].strip()) and "/" not in top["name"], "name",
+            "must be a non-empty name without '/' (it names the results folder)")
+    split = r.section(top["split"], _SPLIT, "split")
+    r.check(0 < split["train_fraction"] < 1, "split.train_fraction",
+            f"must be in (0, 1), got {split['train_fraction']}")
+    r.check(split["n_splits"] >= 1, "split.n_splits", "must be at least 1")
+    cons = r.section(top["constraints"], _CONSTRAINTS, "constraints")
+    r.name(GENERATORS, cons["generator"], "constraints.generator")
+    _check_params(r, GENERATORS[cons["generator"]], cons["params"], "constraints.params")
+    evaluation = r.section(top["evaluation"], _EVALUATION, "evaluation")
+    r.check(evaluation["knn_k"] >= 1, "evaluation.knn_k", "must be at least 1")
+    r.check(evaluation["tie_break"] in TIE_BREAKS, "evaluation.tie_break",
+            f"must be one of {', '.join(TIE_BREAKS)}, got {evaluation['tie_break']!r}")
+    execution = r.section(top["execution"], _EXECUTION, "execution")
+    r.check(execution["n_jobs"] >= 1 or execution["n_jobs"] == -1, "execution.n_jobs",
+            "must be a positive number of workers or -1 (all cores)")
+    r.check(execution["backend"] in BACKENDS, "execution.backend",
+            f"must be one of {', '.join(BACKENDS)}, got {execution['backend']!r}")
+
+    r.check(len(top["datasets"]) > 0, "datasets", "needs at least one dataset")
+    datasets = []
+    for i, entry in enumerate(top["datasets"]):
+        p = f"datasets[{i}]"
+        d = r.section(entry, _DATASET, p)
+        r.name(DATASETS, d["name"], f"{p}.name")
+        r.check(d["normalize"] in NORMALIZATIONS, f"{p}.normalize",
+                f"must be one of {', '.join(NORMALIZATIONS)}, got {d['normalize']!r}")
+        for key in ("pca", "downscale", "n_samples", "n_splits"):
+            r.check(d[key] is None or d[key] >= 1, f"{p}.{key}", "must be at least 1")
+        prep = Preprocessing(d["normalize"], d["pca"], d["sqrt"], d["downscale"])
+        datasets.append(DatasetEntry(d["name"], d["label"] or d["name"], prep, d["n_samples"],
+                                     d["n_splits"]))
+    _unique(r, [d.label for d in datasets], "datasets", "dataset label")
+
+    r.check(len(top["solvers"]) > 0, "solvers", "needs at least one solver")
+    solvers = []
+    for i, entry in enumerate(top["solvers"]):
+        p = f"solvers[{i}]"
+        s = r.section(entry, _SOLVER, p)
+        r.name(SOLVERS, s["name"], f"{p}.name", extra=PLANNED)
+        if s["name"] in SOLVERS:
+            _check_params(r, SOLVERS[s["name"]], s["params"], f"{p}.params")
+        solvers.append(SolverEntry(s["name"], s["label"] or s["name"], dict(s["params"])))
+    _unique(r, [s.label for s in solvers], "solvers", "solver label")
+
+    paper = top["paper_table"]
+    paper = tuple([paper] if isinstance(paper, str) else paper or [])
+    if paper:
+        from .papers import load_paper_table
+
+        for i, key in enumerate(paper):
+            try:
+                load_paper_table(key)
+            except (KeyError, ValueError) as exc:
+                r.fail(f"paper_table[{i}]" if len(paper) > 1 else "paper_table", str(exc))
+
+    exp = Experiment(
+        name=top["name"], description=top["description"], datasets=tuple(datasets),
+        solvers=tuple(solvers), paper_table=paper, train_fraction=float(split["train_fraction"]),
+        n_splits=split["n_splits"], seed=split["seed"], stratify=split["stratify"],
+        generator=cons["generator"], generator_params=dict(cons["params"]),
+        knn_k=evaluation["knn_k"], tie_break=evaluation["tie_break"], n_jobs=execution["n_jobs"],
+        backend=execution["backend"], scheduler=execution["scheduler"], timing=execution["timing"],
+    )
+    if check_data:
+        _check_class_sizes(r, exp)
+    return exp
+
+
+def _check_params(r: _Reader, target, params: dict, path: str):
+    """Parameter names must exist in the solver's / generator's signature."""
+    sig = inspect.signature(target)
+    valid = [n for n in sig.parameters if n not in ("self", "X", "y")]
+    for key in params:
+        if key not in valid:
+            close = difflib.get_close_matches(str(key), valid, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            r.fail(f"{path}.{key}", f"unknown parameter{hint}; valid: {', '.join(valid)}")
+
+
+def _unique(r: _Reader, labels: list[str], path: str, what: str):
+    dup = sorted({x for x in labels if labels.count(x) > 1})
+    r.check(not dup, path, f"duplicate {what}s {dup}: give each entry a distinct `label`")
+
+
+def _check_class_sizes(r: _Reader, exp: Experiment):
+    """``k`` targets need more than k training points in every class (data available locally)."""
+    import numpy as np
+
+    from .datasets import dataset_status, load_dataset
+
+    k = exp.generator_params.get("k", 3)
+    for i, entry in enumerate(exp.datasets):
+        if dataset_status(entry.name) == "network needed":
+            continue
+        _, y, _ = load_dataset(entry.name, allow_network=False)
+        counts = np.unique(y, return_counts=True)[1]
+        if entry.n_samples:
+            counts = counts * min(1.0, entry.n_samples / len(y))
+        smallest = math.ceil(exp.train_fraction * counts.min() - 1e-9)
+        r.check(k < smallest, "constraints.params.k",
+                f"k = {k} needs more than k training points per class, but the smallest class of "
+                f"datasets[{i}] ({entry.name}) has {smallest} in the training part")

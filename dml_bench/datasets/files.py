@@ -1,0 +1,330 @@
+"""Finding a dataset's files: local cache → mirror → network, each file checked by sha256.
+
+The cache (``DMLBENCH_CACHE``, default ``./datasets``) and the mirror (``DMLBENCH_DATA_MIRROR``,
+a read-only folder with the same layout) hold files at ``ROOT/<relpath>``. Whatever is read from
+the mirror or downloaded is written into the cache through a temporary file that is renamed into
+place only once its sha256 matches, so the cache never holds a partial or unverified file.
+Files are hashed on every load (all registered files are a few MB; ~10 ms).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+import urllib.request
+import zipfile
+from contextlib import contextmanager
+from http.client import HTTPException
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+from .errors import DataIntegrityError, DataNotAvailable
+from .spec import DatasetSpec, FileSpec
+
+ENV_CACHE = "DMLBENCH_CACHE"
+ENV_MIRROR = "DMLBENCH_DATA_MIRROR"
+DEFAULT_CACHE = "datasets"
+_CHUNK = 1 << 20
+_SOURCES = ("cache", "mirror", "network")  # in order of preference
+_USER_AGENT = "dml-bench"
+
+
+def resolve_cache_dir(cache_dir: str | os.PathLike | None = None) -> Path:
+    """``cache_dir``, else ``$DMLBENCH_CACHE``, else ``./datasets``, as an absolute path."""
+    return Path(cache_dir or os.environ.get(ENV_CACHE) or DEFAULT_CACHE).absolute()
+
+
+def resolve_mirror(mirror: str | os.PathLike | None = None) -> Path | None:
+    """``mirror``, else ``$DMLBENCH_DATA_MIRROR``, else ``None`` (no mirror)."""
+    mirror = mirror or os.environ.get(ENV_MIRROR)
+    return Path(mirror).absolute() if mirror else None
+
+
+def files_status(spec: DatasetSpec, cache_dir: Path, mirror: Path | None) -> str:
+    """Where :func:`ensure_files` would read the files from, without hashing them.
+
+    Returns
+    -------
+    status : {"cached", "mirror", "network needed"}
+        ``"mirror"`` when every file is in the cache or the mirror and some only in the mirror.
+    """
+    status = "cached"
+    for fspec in spec.files:
+        if _first_missing(fspec, cache_dir) is None:
+            continue
+        if mirror is not None and _first_missing(fspec, mirror) is None:
+            status = "mirror"
+            continue
+        return "network needed"
+    return status
+
+
+def ensure_files(
+    spec: DatasetSpec, cache_dir: Path, mirror: Path | None, allow_network: bool
+) -> tuple[list[Path], str]:
+    """Make every file of ``spec`` present and verified in the cache.
+
+    Parameters
+    ----------
+    spec : DatasetSpec
+        Dataset whose ``files`` are resolved.
+    cache_dir : Path
+        Cache root.
+    mirror : Path or None
+        Mirror root (read only).
+    allow_network : bool
+        Whether files missing from cache and mirror may be downloaded.
+
+    Returns
+    -------
+    paths : list of Path
+        Cached paths in ``spec.files`` order, a listing replaced by its members.
+    source : {"cache", "mirror", "network"}
+        The farthest place any file came from.
+
+    Raises
+    ------
+    DataNotAvailable
+        A file is missing from cache and mirror and cannot be downloaded.
+    DataIntegrityError
+        A file (in the cache, the mirror or downloaded) has the wrong sha256.
+    """
+    paths, sources = [], []
+    for fspec in spec.files:
+        if _first_missing(fspec, cache_dir) is None:
+            relpaths, source = _verify_unit(spec.name, fspec, cache_dir), "cache"
+        elif mirror is not None and _first_missing(fspec, mirror) is None:
+            relpaths, source = _copy_from_mirror(spec.name, fspec, mirror, cache_dir), "mirror"
+        elif allow_network and fspec.url is not None:
+            relpaths, source = _download(spec.name, fspec, cache_dir, mirror), "network"
+        else:
+            raise DataNotAvailable(_not_available_message(spec.name, fspec, cache_dir, mirror, allow_network))
+        paths += [cache_dir / relpath for relpath in relpaths]
+        sources.append(source)
+    return paths, max(sources, key=_SOURCES.index)
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 digest of a file."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------- listings
+
+
+def _listing_entries(fspec: FileSpec, root: Path) -> list[tuple[str, str]]:
+    """``(relpath, sha256)`` of the members named in the listing ``fspec`` under ``root``."""
+    folder = PurePosixPath(fspec.relpath).parent
+    entries = []
+    for lineno, line in enumerate((root / fspec.relpath).read_text().splitlines(), 1):
+        match = re.fullmatch(r"([0-9a-f]{64}) [ *](?:\./)?(\S.*)", line)
+        if match is None:
+            raise DataIntegrityError(f"{root / fspec.relpath}:{lineno}: not a sha256sum line: {line!r}")
+        entries.append((str(folder / match[2]), match[1]))
+    return entries
+
+
+def _listing_text(member_hashes: dict[str, str]) -> str:
+    """A listing in the canonical ``sha256sum`` layout (``HASH  ./relpath``, natural order)."""
+    names = sorted(member_hashes, key=_natural_key)
+    return "".join(f"{member_hashes[name]}  ./{name}\n" for name in names)
+
+
+def _natural_key(text: str) -> list:
+    return [int(tok) if tok.isdigit() else tok for tok in re.split(r"(\d+)", text)]
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _first_missing(fspec: FileSpec, root: Path) -> str | None:
+    """First file of the unit (a file, or a listing and its members) absent under ``root``."""
+    if not (root / fspec.relpath).is_file():
+        return fspec.relpath
+    if fspec.members is not None:
+        try:
+            entries = _listing_entries(fspec, root)
+        except DataIntegrityError:
+            return None  # present but malformed: loading reports the checksum mismatch
+        return next((rel for rel, _ in entries if not (root / rel).is_file()), None)
+    return None
+
+
+def _verify_unit(name: str, fspec: FileSpec, cache_dir: Path) -> list[str]:
+    """Check sha256 of a cached file (and of a listing's members); returns the relpaths the
+    parser reads (the file itself, or the listing's members)."""
+    _check(name, cache_dir / fspec.relpath, fspec.sha256, "cache")
+    if fspec.members is None:
+        return [fspec.relpath]
+    entries = _listing_entries(fspec, cache_dir)
+    for relpath, digest in entries:
+        _check(name, cache_dir / relpath, digest, "cache")
+    return [relpath for relpath, _ in entries]
+
+
+def _check(name: str, path: Path, expected: str, where: str) -> None:
+    got = sha256_file(path)
+    if got != expected:
+        raise DataIntegrityError(_mismatch_message(name, path, expected, got, path.stat().st_size, where))
+
+
+def _mismatch_message(name: str, path: Path | str, expected: str, got: str, size: int, where: str) -> str:
+    fixes = {
+        "cache": f"Delete the cached file and run `dmlbench fetch {name}` to fetch it again.",
+        "mirror": (
+            f"The mirror copy is corrupt or another version: repair the mirror, or unset "
+            f"{ENV_MIRROR} / --data-mirror and run `dmlbench fetch {name}` to download it."
+        ),
+        "network": "The source now serves different bytes; nothing was saved. Provide the file "
+        f"through a mirror ({ENV_MIRROR} / --data-mirror) holding a verified copy.",
+    }
+    return (
+        f"dataset {name!r}: sha256 mismatch for {path} (from the {where}): expected {expected}, "
+        f"got {got} ({size} bytes). {fixes[where]}"
+    )
+
+
+def _not_available_message(
+    name: str, fspec: FileSpec, cache_dir: Path, mirror: Path | None, allow_network: bool
+) -> str:
+    what = f"{fspec.relpath!r}" + (" and the files it lists" if fspec.members else "")
+    cache_line = f"  cache:   {cache_dir / fspec.relpath} (missing: {_first_missing(fspec, cache_dir)})"
+    if mirror is None:
+        mirror_line = f"  mirror:  none configured (set {ENV_MIRROR} or pass --data-mirror)"
+    else:
+        mirror_line = f"  mirror:  {mirror / fspec.relpath} (missing: {_first_missing(fspec, mirror)})"
+    if fspec.url is None:
+        network_line = "  network: no download source registered"
+    else:
+        network_line = f"  network: {fspec.url}" + ("" if allow_network else " (network access disabled)")
+    return "\n".join([
+        f"dataset {name!r}: file {what} is not available.",
+        cache_line,
+        mirror_line,
+        network_line,
+        f"To provide it: run `dmlbench fetch {name}` on a machine with network access (it downloads "
+        f"into the cache), copy the file to the cache path above, or set {ENV_MIRROR} / "
+        f"--data-mirror to a folder holding {fspec.relpath}.",
+    ])
+
+
+# --------------------------------------------------------------------------- writing the cache
+
+
+@contextmanager
+def _staged(target: Path):
+    """Yield a temporary file next to ``target``; it is renamed onto ``target`` on success."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            yield out
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _write_verified(
+    name: str, src: BinaryIO, target: Path, expected: str, origin: Path | str, where: str
+) -> None:
+    """Copy ``src`` into ``target`` atomically if its bytes hash to ``expected``."""
+    digest, size = hashlib.sha256(), 0
+    with _staged(target) as out:
+        while chunk := src.read(_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+            out.write(chunk)
+        if (got := digest.hexdigest()) != expected:
+            raise DataIntegrityError(_mismatch_message(name, origin, expected, got, size, where))
+
+
+def _copy_from_mirror(name: str, fspec: FileSpec, mirror: Path, cache_dir: Path) -> list[str]:
+    """Copy a file (or a listing and its members) into the cache, verifying the bytes copied;
+    returns the relpaths the parser reads."""
+    if fspec.members is None:
+        entries, members = [], [(fspec.relpath, fspec.sha256)]
+    else:
+        _check(name, mirror / fspec.relpath, fspec.sha256, "mirror")
+        entries = _listing_entries(fspec, mirror)
+        members = entries + [(fspec.relpath, fspec.sha256)]  # listing last: marks completion
+    for relpath, digest in members:
+        with open(mirror / relpath, "rb") as src:
+            _write_verified(name, src, cache_dir / relpath, digest, mirror / relpath, "mirror")
+    return [relpath for relpath, _ in entries] or [fspec.relpath]
+
+
+def _download(name: str, fspec: FileSpec, cache_dir: Path, mirror: Path | None) -> list[str]:
+    """Download a file (or a listing's archive) into the cache, verifying it; returns the
+    relpaths the parser reads."""
+    request = urllib.request.Request(fspec.url, headers={"User-Agent": _USER_AGENT})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            if fspec.members is not None:
+                return _install_archive(name, fspec, response, cache_dir)
+            _write_verified(name, response, cache_dir / fspec.relpath, fspec.sha256, fspec.url, "network")
+            return [fspec.relpath]
+    except (OSError, HTTPException) as exc:  # URLError, timeouts and resets are OSErrors
+        raise DataNotAvailable(
+            f"dataset {name!r}: downloading {fspec.url} failed ({exc}).\n"
+            + _not_available_message(name, fspec, cache_dir, mirror, allow_network=True)
+        ) from exc
+
+
+def _install_archive(name: str, fspec: FileSpec, response: BinaryIO, cache_dir: Path) -> list[str]:
+    """Extract a listing's members from a zip download; keep them only if the listing rebuilt
+    from their hashes matches ``fspec.sha256``."""
+    folder = cache_dir / PurePosixPath(fspec.relpath).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".download.") as tmp:
+        archive = Path(tmp) / "archive.zip"
+        with open(archive, "wb") as out:
+            shutil.copyfileobj(response, out, _CHUNK)
+        extracted = Path(tmp) / "members"
+        try:
+            hashes = _extract_members(archive, fspec.members, extracted)
+        except zipfile.BadZipFile as exc:
+            raise DataIntegrityError(f"dataset {name!r}: {fspec.url} is not a zip archive ({exc}).") from exc
+        listing = _listing_text(hashes).encode()
+        got = hashlib.sha256(listing).hexdigest()
+        if got != fspec.sha256:
+            raise DataIntegrityError(
+                f"dataset {name!r}: the {len(hashes)} files extracted from {fspec.url} do not match "
+                f"the registered ones: their sha256 listing hashes to {got}, expected {fspec.sha256} "
+                f"(the hash of {fspec.relpath}). Nothing was saved. Provide the files through a "
+                f"mirror ({ENV_MIRROR} / --data-mirror) holding a verified copy."
+            )
+        for member in hashes:
+            (folder / member).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(extracted / member, folder / member)
+        with _staged(cache_dir / fspec.relpath) as out:
+            out.write(listing)
+    return [str(PurePosixPath(fspec.relpath).parent / m) for m in sorted(hashes, key=_natural_key)]
+
+
+def _extract_members(archive: Path, pattern: str, dest: Path) -> dict[str, str]:
+    """Extract archive entries matching ``pattern`` to ``dest / group(1)``; returns their sha256."""
+    hashes = {}
+    with zipfile.ZipFile(archive) as zf:
+        for info in zf.infolist():
+            if info.is_dir() or not (match := re.search(pattern, info.filename)):
+                continue
+            relpath = match[1]
+            if ".." in PurePosixPath(relpath).parts or PurePosixPath(relpath).is_absolute():
+                raise DataIntegrityError(f"{archive}: unsafe member path {info.filename!r}")
+            target = dest / relpath
+            target.parent.mkdir(parents=True, exist_ok=True)
+            digest = hashlib.sha256()
+            with zf.open(info) as src, open(target, "wb") as out:
+                while chunk := src.read(_CHUNK):
+                    digest.update(chunk)
+                    out.write(chunk)
+            hashes[relpath] = digest.hexdigest()
+    return hashes

@@ -1,0 +1,62 @@
+"""Base class of the metric learners (scikit-learn estimator conventions, as metric-learn).
+
+A solver's constructor takes only hyper-parameters; ``fit`` learns ``metric_`` (M),
+``components_`` (L with M = LᵀL), ``n_iter_``, ``objective_`` and ``trace_`` (per-iteration
+objective, optimality measure and elapsed time). ``constraint_kind`` says what ``fit`` consumes:
+``"pairs"`` (similar/dissimilar), ``"triplets"``, ``"labels"`` or ``"none"``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..constraints import Constraints, knn_triplets
+
+
+class MetricLearner(TransformerMixin, BaseEstimator):
+    """Mahalanobis metric learner: ``d_M(x, z)² = (x − z)ᵀ M (x − z)``."""
+
+    constraint_kind: ClassVar[str] = "none"
+
+    def fit(self, X, y=None, constraints: Constraints | None = None):
+        """Learn the metric.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            Training inputs.
+        y : array-like of shape (n,), optional
+            Labels; used to build ``knn_triplets(k=3)`` constraints when ``constraints`` is not
+            given and the solver consumes pairs or triplets.
+        constraints : Constraints, optional
+            Pairs/triplets indexing rows of ``X``.
+
+        Returns
+        -------
+        self
+        """
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        if self.constraint_kind in ("pairs", "triplets") and constraints is None:
+            if y is None:
+                raise ValueError(f"{type(self).__name__} needs labels y or constraints")
+            constraints = knn_triplets(X, np.asarray(y), k=3)
+        self._fit(X, None if y is None else np.asarray(y), constraints)
+        return self
+
+    def _fit(self, X, y, constraints):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def transform(self, X):
+        """Map ``X`` into the learned space: ``X Lᵀ`` (Euclidean there = ``d_M`` here)."""
+        check_is_fitted(self, "components_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return X @ self.components_.T
+
+    def pair_distances(self, X, pairs):
+        """Squared Mahalanobis distances of ``pairs`` (rows of indices into ``X``), row-wise."""
+        D = self.transform(X[pairs[:, 0]]) - self.transform(X[pairs[:, 1]])
+        return np.einsum("ij,ij->i", D, D)

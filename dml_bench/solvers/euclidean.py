@@ -1,0 +1,20 @@
+"""The Euclidean baseline ("Euc." in Ying & Li 2012, Table 4): M = I."""
+
+import numpy as np
+
+from .base import MetricLearner
+
+
+class Euclidean(MetricLearner):
+    """Identity metric; ``fit`` only records the dimension."""
+
+    constraint_kind = "none"
+
+    def _fit(self, X, y, constraints):
+        d = X.shape[1]
+        self.metric_ = np.eye(d)
+        self.components_ = np.eye(d)
+        self.n_iter_ = 0
+        self.objective_ = float("nan")
+        self.converged_ = True
+        self.trace_ = {}

@@ -1,0 +1,266 @@
+"""Tests of the reporting stage on a tiny hand-written results directory."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from dml_bench.papers import PaperTable, load_paper_table
+from dml_bench.report import (
+    ReportError,
+    compare_with_paper,
+    comparison_to_latex,
+    is_match,
+    read_runs,
+    status_markdown,
+    summarize,
+    summary_to_latex,
+    update_readme_status,
+    write_report,
+)
+
+GOLDEN = Path(__file__).parent / "golden"
+
+RUNS_HEADER = (
+    "task_id,experiment,dataset,split,seed,solver,label,solver_params,preprocessing,constraints,"
+    "n_train,n_test,n_features,n_classes,n_similar,n_dissimilar,n_triplets,knn_k,tie_break,error,"
+    "fit_time,fit_cpu_time,constraint_time,n_iter,objective,converged,blas_threads,n_jobs,"
+    "timing_mode,dmlbench_version,finished_at"
+)
+
+# (dataset row label, solver label, solver, split, error fraction, fit time s); 50 test points each
+RUNS = [
+    ("wine", "euclidean", "euclidean", 0, 0.02, 0.1),
+    ("wine", "euclidean", "euclidean", 1, 0.04, 0.2),
+    ("wine", "euclidean", "euclidean", 2, 0.06, 0.3),
+    ("wine", "dml_eig", "dml_eig", 0, 0.01, 1.0),
+    ("wine", "dml_eig", "dml_eig", 1, 0.02, 2.0),
+    ("wine", "dml_eig", "dml_eig", 2, 0.03, 3.0),
+    ("Iris", "euclidean", "euclidean", 0, 0.10, 0.1),
+    ("Iris", "euclidean", "euclidean", 1, 0.12, 0.1),
+    ("Iris", "euclidean", "euclidean", 2, 0.14, 0.1),
+    ("Iris", "dml_eig", "dml_eig", 0, 0.03, 0.5),
+]
+
+CONFIG = {
+    "name": "tiny",
+    "paper_table": ["ying2012/table4", "ying2012/table5"],
+    "datasets": [{"name": "wine"}, {"name": "iris", "label": "Iris"}],
+    "solvers": [{"name": "euclidean", "params": {}}, {"name": "dml_eig", "params": {"mu": 1e-4}}],
+}
+
+
+def write_results(results_dir: Path, runs=RUNS, config=CONFIG) -> Path:
+    """Write ``runs.csv`` (one line per ``runs`` tuple) and ``config.yaml`` into ``results_dir``."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    lines = [RUNS_HEADER] + [
+        f"{d}-{lab}-{split},{config['name']},{d},{split},{split},{solver},{lab},{{}},{{}},{{}},"
+        f"100,50,4,3,300,300,900,3,lowest,{err},{t},{t},0.01,,,,1,1,True,0.1.0,"
+        "2024-01-01T00:00:00"
+        for d, lab, solver, split, err, t in runs
+    ]
+    (results_dir / "runs.csv").write_text("\n".join(lines) + "\n")
+    (results_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return results_dir
+
+
+def tiny_table(quantity: str = "error") -> PaperTable:
+    """A 2 × 3 reported table over the tiny runs, one cell missing ("-") and one not run."""
+    return PaperTable(
+        key="demo/table1",
+        paper="A. Author. Demo. 2024.",
+        number=1,
+        caption="Demo.",
+        quantity=quantity,
+        unit="percent" if quantity == "error" else "seconds",
+        row_names={"wine": "Wine", "iris": "Iris"},
+        column_names={"euclidean": "Euc.", "dml_eig": "DML-eig", "lmnn": "LMNN"},
+        values={
+            "wine": {"euclidean": (3.46, 3.60), "dml_eig": (2.80, 0.50), "lmnn": (3.08, 2.07)},
+            "iris": {"euclidean": (5.11, 2.58), "dml_eig": (3.40, None), "lmnn": None},
+        },
+        notes={"iris/dml_eig": "one split only"},
+    )
+
+
+@pytest.fixture
+def results(tmp_path) -> Path:
+    return write_results(tmp_path / "results" / "tiny")
+
+
+@pytest.fixture
+def summary(results) -> pd.DataFrame:
+    return summarize(read_runs(results), CONFIG)
+
+
+def test_summary_matches_hand_computation(summary):
+    cells = summary.set_index(["dataset", "label"])
+    # errors 2, 4, 6 % → mean 4, sample std sqrt((4 + 0 + 4) / 2) = 2
+    assert cells.loc[("wine", "euclidean"), "error_mean"] == pytest.approx(4.0)
+    assert cells.loc[("wine", "euclidean"), "error_std"] == pytest.approx(2.0)
+    assert cells.loc[("wine", "euclidean"), "error_n"] == 3
+    # fit times 1, 2, 3 s → mean 2, std 1
+    assert cells.loc[("wine", "dml_eig"), "fit_time_mean"] == pytest.approx(2.0)
+    assert cells.loc[("wine", "dml_eig"), "fit_time_std"] == pytest.approx(1.0)
+    assert cells.loc[("wine", "dml_eig"), "fit_cpu_time_mean"] == pytest.approx(2.0)
+    assert cells.loc[("Iris", "euclidean"), "error_mean"] == pytest.approx(12.0)
+    # a single split: std undefined
+    assert cells.loc[("Iris", "dml_eig"), "error_n"] == 1
+    assert math.isnan(cells.loc[("Iris", "dml_eig"), "error_std"])
+    assert math.isnan(cells.loc[("Iris", "dml_eig"), "n_iter_mean"])
+    assert (summary["n_test_mean"] == 50).all()
+
+
+def test_summary_order_first_appearance_or_config(results):
+    runs = read_runs(results).iloc[::-1]
+    assert list(summarize(runs)["dataset"]) == ["Iris", "Iris", "wine", "wine"]
+    ordered = summarize(runs, CONFIG)
+    assert list(zip(ordered["dataset"], ordered["label"])) == [
+        ("wine", "euclidean"), ("wine", "dml_eig"), ("Iris", "euclidean"), ("Iris", "dml_eig")]
+
+
+@pytest.mark.parametrize(
+    ("ours", "paper", "std", "expected"),
+    [
+        (4.00, 3.46, 3.60, True),   # inside the std
+        (12.00, 5.11, 2.58, False),  # outside the std
+        (3.40, 3.05, None, True),   # no std: within 0.5 points
+        (3.60, 3.05, None, False),  # no std: beyond 0.5 points
+        (3.55, 3.05, None, True),   # no std: exactly 0.5 points
+        (2.55, 3.05, None, True),
+        (2.90, 2.20, 0.70, True),   # exactly one std above
+        (1.50, 2.20, 0.70, True),   # exactly one std below
+        (2.91, 2.20, 0.70, False),
+    ],
+)
+def test_match_rule(ours, paper, std, expected):
+    assert is_match(ours, paper, std) is expected
+
+
+def test_compare_with_paper(summary):
+    comparison = compare_with_paper(summary, tiny_table(), CONFIG)
+    cells = comparison.set_index(["dataset", "solver"])
+    # paper order, "-" cell left out, "Iris" mapped back to the registry name iris
+    assert list(comparison["dataset"] + "/" + comparison["solver"]) == [
+        "wine/euclidean", "wine/dml_eig", "wine/lmnn", "iris/euclidean", "iris/dml_eig"]
+    wine = cells.loc[("wine", "euclidean")]
+    assert (wine["paper_mean"], wine["paper_std"], wine["n"]) == (3.46, 3.60, 3)
+    assert wine["ours_mean"] == pytest.approx(4.0) and wine["diff"] == pytest.approx(0.54)
+    assert wine["match"] is True and wine["status"] == "match"
+    assert cells.loc[("wine", "dml_eig"), "match"] is False  # 2.00 vs 2.80 (0.50)
+    assert cells.loc[("iris", "euclidean"), "status"] == "mismatch"
+    iris_dml = cells.loc[("iris", "dml_eig")]
+    # 3.00 vs 3.40 without a std: within 0.5 points
+    assert iris_dml["match"] is True and iris_dml["note"] == "one split only"
+    lmnn = cells.loc[("wine", "lmnn")]
+    assert lmnn["status"] == "not run" and pd.isna(lmnn["ours_mean"]) and pd.isna(lmnn["match"])
+
+
+def test_compare_time_table_gives_ratio_not_match(summary):
+    comparison = compare_with_paper(summary, tiny_table("fit_time"), CONFIG)
+    wine = comparison.set_index(["dataset", "solver"]).loc[("wine", "dml_eig")]
+    assert wine["ratio"] == pytest.approx(2.0 / 2.80)
+    assert pd.isna(wine["match"]) and wine["status"] == "compared"
+
+
+def test_label_that_is_a_paper_key_wins(results):
+    runs = read_runs(results).assign(label=lambda r: r["label"].replace("dml_eig", "lmnn"))
+    comparison = compare_with_paper(summarize(runs), tiny_table())
+    lmnn = comparison.set_index(["dataset", "solver"]).loc[("wine", "lmnn")]
+    assert lmnn["status"] != "not run" and lmnn["label"] == "lmnn"
+
+
+def test_best_per_row_is_bold_including_ties():
+    summary = pd.DataFrame({
+        "dataset": ["a", "a", "a", "b", "b"],
+        "label": ["x", "y", "z", "x", "y"],
+        "error_mean": [2.004, 1.996, 3.0, 5.0, 4.0],
+        "error_std": [0.1, 0.2, float("nan"), 1.0, 1.0],
+    })
+    rows = summary_to_latex(summary).splitlines()
+    assert rows[4] == r"a & \textbf{2.00 (0.10)} & \textbf{2.00 (0.20)} & 3.00 \\"
+    assert rows[5] == r"b & 5.00 (1.00) & \textbf{4.00 (1.00)} & -- \\"
+
+
+def test_table_tex_golden(results):
+    written = write_report(results)
+    assert written["table.tex"].read_text() == (GOLDEN / "table.tex").read_text()
+
+
+def test_comparison_tex_golden(summary):
+    tex = comparison_to_latex(compare_with_paper(summary, tiny_table(), CONFIG))
+    assert tex == (GOLDEN / "comparison_demo_table1.tex").read_text()
+
+
+def test_write_report_files(results):
+    written = write_report(results)
+    assert sorted(written) == sorted([
+        "summary.csv", "table.tex", "table_time.tex",
+        "comparison_ying2012_table4.csv", "comparison_ying2012_table4.tex",
+        "comparison_ying2012_table5.csv", "comparison_ying2012_table5.tex",
+    ])
+    assert all(path.parent == results and path.is_file() for path in written.values())
+    table4 = pd.read_csv(written["comparison_ying2012_table4.csv"])
+    n_reported = len(load_paper_table("ying2012/table4").cells())
+    assert len(table4) == n_reported
+    assert (table4["status"] != "not run").sum() == 4
+    assert "0.50" in written["table_time.tex"].read_text()
+
+
+def test_write_report_without_paper_table(tmp_path):
+    results = write_results(tmp_path / "r", config={**CONFIG, "paper_table": None})
+    assert sorted(write_report(results)) == ["summary.csv", "table.tex", "table_time.tex"]
+
+
+def test_read_runs_skips_torn_line_and_keeps_last_rerun(results):
+    path = results / "runs.csv"
+    lines = path.read_text().splitlines()
+    rerun = lines[1].replace(",0.02,0.1,0.1,", ",0.2,0.1,0.1,")
+    path.write_text("\n".join([*lines, rerun, lines[2][:30]]))  # killed mid-write
+    runs = read_runs(results)
+    assert len(runs) == len(RUNS)
+    assert runs.set_index("task_id").loc["wine-euclidean-0", "error"] == 0.2
+
+
+def test_error_must_be_a_fraction(results):
+    path = results / "runs.csv"
+    path.write_text(path.read_text().replace(",0.14,", ",14,"))
+    with pytest.raises(ReportError, match="fraction"):
+        read_runs(results)
+
+
+def test_missing_or_empty_runs_is_a_clear_error(tmp_path):
+    with pytest.raises(ReportError, match="runs.csv does not exist"):
+        write_report(tmp_path)
+    for text in ("", RUNS_HEADER + "\n"):
+        (tmp_path / "runs.csv").write_text(text)
+        with pytest.raises(ReportError, match=r"runs.csv holds no finished runs"):
+            write_report(tmp_path)
+
+
+def test_status_markdown_and_readme(results):
+    root = results.parent
+    assert status_markdown(root) == "_No paper comparisons yet._"
+    write_report(results)
+    status = status_markdown(root)
+    assert status.splitlines()[2:] == [
+        "| tiny | ying2012/table4 | 4 | 3 | 58 | +6.89 pts (iris/euclidean) |",
+        "| tiny | ying2012/table5 | 2 | – | 60 | ×8.70 (wine/dml_eig) |",
+    ]
+    readme = root / "README.md"
+    readme.write_text("# Bench\n<!-- status:start -->\nold\n<!-- status:end -->\nTail.\n")
+    assert update_readme_status(readme, root) is True
+    assert readme.read_text() == (
+        f"# Bench\n<!-- status:start -->\n{status}\n<!-- status:end -->\nTail.\n")
+    assert update_readme_status(readme, root) is False
+
+
+def test_readme_without_markers(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# Bench\n")
+    with pytest.raises(ReportError, match="status:start"):
+        update_readme_status(readme, tmp_path)
