@@ -179,8 +179,9 @@ def solvers():
     from .solvers import PLANNED, SOLVERS
 
     for name, cls in SOLVERS.items():
-        params = [f"{p.name}={p.default!r}" for p in
-                  inspect.signature(cls.__init__).parameters.values() if p.name != "self"]
+        # signature of the class, not of cls.__init__: a solver without its own __init__ would
+        # list object.__init__'s (*args, **kwargs)
+        params = [f"{p.name}={p.default!r}" for p in inspect.signature(cls).parameters.values()]
         summary = (cls.__doc__ or "").strip().splitlines()[0]
         click.echo(f"{name} [{cls.constraint_kind}] — {summary}")
         click.echo(f"    {', '.join(params) or '(no parameters)'}")

@@ -173,8 +173,18 @@ def load_config(path: str | Path, *, check_data: bool = True) -> Experiment:
     except FileNotFoundError:
         raise ConfigError(str(path), "", "file not found") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(str(path), "", f"not valid YAML: {exc}") from None
+        raise ConfigError(str(path), "", f"not valid YAML: {_yaml_problem(exc)}") from None
     return parse_config(data, source=str(path), check_data=check_data)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's multi-line message as one line: ``line L, column C: <problem>``."""
+    mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
+    if problem is None:
+        return " ".join(str(exc).split())
+    context = getattr(exc, "context", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return where + " ".join(problem.split()) + (f" ({context})" if context else "")
 
 
 def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -> Experiment:

@@ -37,6 +37,7 @@ class RunStore:
         self.dir = Path(directory)
         self.runs = self.dir / "runs.csv"
         self.errors = self.dir / "errors.csv"
+        self.superseded = self.dir / "runs_superseded.csv"
         self._lock_path = self.dir / ".runs.lock"
 
     @contextlib.contextmanager
@@ -56,6 +57,8 @@ class RunStore:
         text = self.runs.read_text()
         if not text.endswith("\n"):
             text = text[: text.rfind("\n") + 1]
+        if not text:  # only a half-written header line (killed during the first write)
+            return pd.DataFrame(columns=RUN_COLUMNS)
         return pd.read_csv(io.StringIO(text), dtype={"task_id": str})
 
     def finished(self, require_timing: bool = False) -> set[str]:
@@ -75,6 +78,15 @@ class RunStore:
                 return
             _atomic_write(self.runs, keep.reindex(columns=RUN_COLUMNS).to_csv(index=False,
                                                                                lineterminator="\n"))
+
+    def archive(self, task_ids: set[str]) -> None:
+        """Move rows of ``task_ids`` (tasks no longer in the config) to ``runs_superseded.csv``."""
+        moved = self.read()
+        moved = moved[moved["task_id"].isin(task_ids)]
+        moved = moved.reindex(columns=RUN_COLUMNS).astype(object)
+        for row in moved.where(moved.notna(), "").to_dict("records"):
+            self._append(self.superseded, row, RUN_COLUMNS)
+        self.drop(task_ids)
 
     def append(self, row: dict) -> None:
         """Append one finished task."""

@@ -57,13 +57,27 @@ class Task:
 
     @property
     def task_id(self) -> str:
-        """Hash of every setting that changes the task's result (not paths or n_jobs)."""
-        key = {"dataset": asdict(self.dataset), "split": self.split, "solver": asdict(self.solver),
+        """Hash of every setting that changes the task's result (not paths or n_jobs).
+
+        The solver enters with all its effective parameters (defaults included), so changing a
+        default recomputes the tasks that relied on it.
+        """
+        key = {"dataset": asdict(self.dataset), "split": self.split,
+               "solver": {"name": self.solver.name, "label": self.solver.label,
+                          "params": self.solver_params()},
                "seed": self.seed, "train_fraction": self.train_fraction,
                "stratify": self.stratify, "generator": self.generator,
                "generator_params": self.generator_params, "knn_k": self.knn_k,
                "tie_break": self.tie_break}
         return hashlib.sha1(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def solver_params(self) -> dict:
+        """The solver's parameters as it runs: the config's values over the defaults."""
+        from .solvers import SOLVERS
+
+        if self.solver.name not in SOLVERS:  # a planned solver: only the config's values exist
+            return dict(self.solver.params)
+        return SOLVERS[self.solver.name](**self.solver.params).get_params()
 
 
 @dataclass
@@ -85,20 +99,25 @@ def plan(exp: Experiment, mirror: str | None = None, cache_dir: str | None = Non
     from .solvers import PLANNED
 
     check_data = check_data or functools.partial(_data_problem, mirror=mirror, cache_dir=cache_dir)
-    tasks, skipped = [], []
+    problems = {entry.name: check_data(entry.name) for entry in exp.datasets}
+    tasks, skipped = [], {}
+    for task in all_tasks(exp, mirror, cache_dir):
+        reason = problems[task.dataset.name] or PLANNED.get(task.solver.name)
+        if reason:
+            skipped.setdefault((task.dataset.label, task.solver.label), reason)
+        else:
+            tasks.append(task)
+    return tasks, [(d, s, reason) for (d, s), reason in skipped.items()]
+
+
+def all_tasks(exp: Experiment, mirror: str | None = None, cache_dir: str | None = None):
+    """Every (dataset, split, solver) task of ``exp``, runnable or not."""
     for entry in exp.datasets:
-        problem = check_data(entry.name)
         for solver in exp.solvers:
-            reason = problem or PLANNED.get(solver.name)
-            if reason:
-                skipped.append((entry.label, solver.label, reason))
-                continue
             for split in range(entry.n_splits or exp.n_splits):
-                tasks.append(Task(
-                    exp.name, entry, split, solver, exp.seed, exp.train_fraction, exp.stratify,
-                    exp.generator, tuple(sorted(exp.generator_params.items())), exp.knn_k,
-                    exp.tie_break, mirror, cache_dir))
-    return tasks, skipped
+                yield Task(exp.name, entry, split, solver, exp.seed, exp.train_fraction,
+                           exp.stratify, exp.generator, tuple(sorted(exp.generator_params.items())),
+                           exp.knn_k, exp.tie_break, mirror, cache_dir)
 
 
 def _data_problem(name: str, mirror, cache_dir) -> str | None:
@@ -163,7 +182,7 @@ def run_task(task: Task, blas_threads: int = BLAS_THREADS, n_jobs: int = 1,
     return {
         "task_id": task.task_id, "experiment": task.experiment, "dataset": task.dataset.label,
         "split": task.split, "seed": split_seed, "solver": task.solver.name,
-        "label": task.solver.label, "solver_params": json.dumps(task.solver.params, sort_keys=True),
+        "label": task.solver.label, "solver_params": json.dumps(task.solver_params(), sort_keys=True),
         "preprocessing": json.dumps({**asdict(task.dataset.preprocessing),
                                      "n_samples": task.dataset.n_samples}, sort_keys=True),
         "constraints": json.dumps({"generator": task.generator, **dict(task.generator_params)}),
@@ -211,6 +230,11 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
     tasks, skipped = plan(exp, mirror, cache_dir)
     for dataset, solver, reason in skipped:
         echo(f"skipped {dataset} × {solver}: {reason}")
+    stale = store.finished() - {t.task_id for t in all_tasks(exp, mirror, cache_dir)}
+    if stale:
+        store.archive(stale)
+        echo(f"moved {len(stale)} rows of tasks no longer in {exp.name}'s config (changed "
+             f"settings) to {store.superseded}")
     done = set() if force else store.finished(require_timing=exp.timing)
     todo = [t for t in tasks if t.task_id not in done]
     store.drop({t.task_id for t in todo})  # stale rows of tasks about to be recomputed

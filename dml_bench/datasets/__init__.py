@@ -7,11 +7,16 @@
 
 File-based datasets are read from the local cache (``$DMLBENCH_CACHE``, default ``./datasets``),
 else from a mirror folder (``$DMLBENCH_DATA_MIRROR``) and copied into the cache, else downloaded.
-Every file is checked by sha256 and the parsed data against the registered shape.
+Every file is checked by sha256 and the parsed data against the registered shape. Some entries
+are generated from a fixed seed (``twin_peaks``, ``swiss_roll``, ``waveform_generated``), and the
+high-dimensional text sets (``dexter``, ``gisette``, ``news20``) load with a
+``scipy.sparse.csr_matrix`` X (``meta['sparse']``). LFW verification pairs and descriptors have
+their own small API (:func:`load_lfw_pairs`, :func:`load_lfw_sift`; module ``lfw``).
 """
 
 from .catalog import DATASETS
 from .errors import DataIntegrityError, DataNotAvailable
+from .lfw import LFWPair, load_lfw_pairs, load_lfw_sift, pair_indices, save_lfw_sift
 from .loader import dataset_status, fetch_dataset, load_dataset
 from .spec import DatasetSpec, FileSpec, Parsed
 
@@ -21,8 +26,13 @@ __all__ = [
     "DataNotAvailable",
     "DatasetSpec",
     "FileSpec",
+    "LFWPair",
     "Parsed",
     "dataset_status",
     "fetch_dataset",
     "load_dataset",
+    "load_lfw_pairs",
+    "load_lfw_sift",
+    "pair_indices",
+    "save_lfw_sift",
 ]

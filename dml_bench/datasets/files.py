@@ -4,11 +4,22 @@ The cache (``DMLBENCH_CACHE``, default ``./datasets``) and the mirror (``DMLBENC
 a read-only folder with the same layout) hold files at ``ROOT/<relpath>``. Whatever is read from
 the mirror or downloaded is written into the cache through a temporary file that is renamed into
 place only once its sha256 matches, so the cache never holds a partial or unverified file.
-Files are hashed on every load (all registered files are a few MB; ~10 ms).
+Files are hashed on every load (most registered files are a few MB; ~10 ms), except where a
+dataset's verified parse is already in the binary cache (``bincache``: MNIST).
+
+Two kinds of files differ from the plain case (see :class:`FileSpec`):
+
+- compressed files (``compression="gzip"`` / ``"bz2"``) are stored as obtained, but their sha256
+  is that of the decompressed content, computed while streaming; a truncated or corrupt stream
+  is refused like a mismatch;
+- unpinned files (``sha256=None``: sources that could not be reached when they were registered)
+  are verified against the sha256 recorded in ``<relpath>.sha256`` when their first copy entered
+  the cache (trust on first use).
 """
 
 from __future__ import annotations
 
+import bz2
 import hashlib
 import os
 import re
@@ -16,6 +27,7 @@ import shutil
 import tempfile
 import urllib.request
 import zipfile
+import zlib
 from contextlib import contextmanager
 from http.client import HTTPException
 from pathlib import Path, PurePosixPath
@@ -30,6 +42,7 @@ DEFAULT_CACHE = "datasets"
 _CHUNK = 1 << 20
 _SOURCES = ("cache", "mirror", "network")  # in order of preference
 _USER_AGENT = "dml-bench"
+_RECORD_SUFFIX = ".sha256"  # next to an unpinned file: the sha256 of its first cached copy
 
 
 def resolve_cache_dir(cache_dir: str | os.PathLike | None = None) -> Path:
@@ -116,6 +129,75 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def content_sha256(path: Path, compression: str | None = None) -> str:
+    """Hex sha256 of a file's content: its bytes, or its decompressed stream.
+
+    Raises
+    ------
+    CorruptStream
+        ``compression`` is set and the file is not a complete, valid stream of that kind.
+    """
+    digest = ContentDigest(compression)
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def expected_sha256(fspec: FileSpec, cache_dir: Path) -> str | None:
+    """The registered sha256, or for an unpinned file the one recorded in the cache (if any)."""
+    if fspec.pinned:
+        return fspec.sha256
+    record = _record_path(fspec, cache_dir)
+    return record.read_text().strip() if record.is_file() else None
+
+
+class CorruptStream(ValueError):
+    """A compressed file is truncated or not a valid stream."""
+
+
+class ContentDigest:
+    """Incremental sha256 of a file's content, decompressing gzip / bz2 on the fly.
+
+    Multi-member gzip and multi-stream bz2 files are read to their end, as ``gzip`` and ``bz2``
+    do; anything after the last complete member is an error.
+
+    Parameters
+    ----------
+    compression : {"gzip", "bz2"} or None
+    """
+
+    def __init__(self, compression: str | None = None):
+        self.compression = compression
+        self.size = 0  # raw (compressed) bytes seen
+        self._sha = hashlib.sha256()
+        self._decoder = self._new_decoder() if compression else None
+
+    def _new_decoder(self):
+        if self.compression == "gzip":
+            return zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        return bz2.BZ2Decompressor()
+
+    def update(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self._decoder is None:
+            self._sha.update(chunk)
+            return
+        try:
+            while chunk:
+                if self._decoder.eof:  # the next gzip member / bz2 stream
+                    self._decoder = self._new_decoder()
+                self._sha.update(self._decoder.decompress(chunk))
+                chunk = self._decoder.unused_data if self._decoder.eof else b""
+        except (zlib.error, OSError, EOFError, ValueError) as exc:
+            raise CorruptStream(f"not a valid {self.compression} stream ({exc})") from exc
+
+    def hexdigest(self) -> str:
+        if self._decoder is not None and not self._decoder.eof:
+            raise CorruptStream(f"truncated {self.compression} stream (it ends inside a member)")
+        return self._sha.hexdigest()
+
+
 # --------------------------------------------------------------------------- listings
 
 
@@ -160,7 +242,10 @@ def _first_missing(fspec: FileSpec, root: Path) -> str | None:
 def _verify_unit(name: str, fspec: FileSpec, cache_dir: Path) -> list[str]:
     """Check sha256 of a cached file (and of a listing's members); returns the relpaths the
     parser reads (the file itself, or the listing's members)."""
-    _check(name, cache_dir / fspec.relpath, fspec.sha256, "cache")
+    if not fspec.pinned:
+        _check_recorded(name, fspec, cache_dir)
+        return [fspec.relpath]
+    _check(name, cache_dir / fspec.relpath, fspec.sha256, "cache", fspec.compression)
     if fspec.members is None:
         return [fspec.relpath]
     entries = _listing_entries(fspec, cache_dir)
@@ -169,25 +254,72 @@ def _verify_unit(name: str, fspec: FileSpec, cache_dir: Path) -> list[str]:
     return [relpath for relpath, _ in entries]
 
 
-def _check(name: str, path: Path, expected: str, where: str) -> None:
-    got = sha256_file(path)
+def _check(name: str, path: Path, expected: str, where: str, compression: str | None = None) -> str:
+    try:
+        got = content_sha256(path, compression)
+    except CorruptStream as exc:
+        raise DataIntegrityError(_corrupt_message(name, path, exc, path.stat().st_size, where)) from exc
     if got != expected:
-        raise DataIntegrityError(_mismatch_message(name, path, expected, got, path.stat().st_size, where))
+        raise DataIntegrityError(
+            _mismatch_message(name, path, expected, got, path.stat().st_size, where, compression)
+        )
+    return got
 
 
-def _mismatch_message(name: str, path: Path | str, expected: str, got: str, size: int, where: str) -> str:
-    fixes = {
-        "cache": f"Delete the cached file and run `dmlbench fetch {name}` to fetch it again.",
-        "mirror": (
-            f"The mirror copy is corrupt or another version: repair the mirror, or unset "
-            f"{ENV_MIRROR} / --data-mirror and run `dmlbench fetch {name}` to download it."
-        ),
-        "network": "The source now serves different bytes; nothing was saved. Provide the file "
-        f"through a mirror ({ENV_MIRROR} / --data-mirror) holding a verified copy.",
-    }
+def _check_recorded(name: str, fspec: FileSpec, cache_dir: Path) -> None:
+    """Verify an unpinned cached file against its recorded sha256, recording it if absent."""
+    path = cache_dir / fspec.relpath
+    recorded = expected_sha256(fspec, cache_dir)
+    if recorded is not None:
+        _check(name, path, recorded, "cache", fspec.compression)
+        return
+    try:
+        got = content_sha256(path, fspec.compression)
+    except CorruptStream as exc:
+        raise DataIntegrityError(_corrupt_message(name, path, exc, path.stat().st_size, "cache")) from exc
+    _record(fspec, cache_dir, got)
+
+
+def _record_path(fspec: FileSpec, cache_dir: Path) -> Path:
+    return cache_dir / (fspec.relpath + _RECORD_SUFFIX)
+
+
+def _record(fspec: FileSpec, cache_dir: Path, digest: str) -> None:
+    with _staged(_record_path(fspec, cache_dir)) as out:
+        out.write(f"{digest}\n".encode())
+
+
+def _corrupt_message(name: str, path: Path | str, exc: Exception, size: int, where: str) -> str:
     return (
-        f"dataset {name!r}: sha256 mismatch for {path} (from the {where}): expected {expected}, "
-        f"got {got} ({size} bytes). {fixes[where]}"
+        f"dataset {name!r}: {path} (from the {where}, {size} bytes) is corrupt: {exc}. "
+        + _FIXES[where].format(name=name)
+    )
+
+
+_FIXES = {
+    "cache": "Delete the cached file and run `dmlbench fetch {name}` to fetch it again.",
+    "mirror": (
+        f"The mirror copy is corrupt or another version: repair the mirror, or unset "
+        f"{ENV_MIRROR} / --data-mirror and run `dmlbench fetch {{name}}` to download it."
+    ),
+    "network": "The source now serves different bytes; nothing was saved. Provide the file "
+    f"through a mirror ({ENV_MIRROR} / --data-mirror) holding a verified copy.",
+}
+
+
+def _mismatch_message(
+    name: str,
+    path: Path | str,
+    expected: str,
+    got: str,
+    size: int,
+    where: str,
+    compression: str | None = None,
+) -> str:
+    what = f"sha256 of the {compression}-decompressed content" if compression else "sha256"
+    return (
+        f"dataset {name!r}: {what} mismatch for {path} (from the {where}): expected {expected}, "
+        f"got {got} ({size} bytes). {_FIXES[where].format(name=name)}"
     )
 
 
@@ -204,15 +336,15 @@ def _not_available_message(
         network_line = "  network: no download source registered"
     else:
         network_line = f"  network: {fspec.url}" + ("" if allow_network else " (network access disabled)")
-    return "\n".join([
-        f"dataset {name!r}: file {what} is not available.",
-        cache_line,
-        mirror_line,
-        network_line,
+    lines = [f"dataset {name!r}: file {what} is not available.", cache_line, mirror_line, network_line]
+    if fspec.obtain:
+        lines.append(f"  obtain:  {fspec.obtain}")
+    lines.append(
         f"To provide it: run `dmlbench fetch {name}` on a machine with network access (it downloads "
         f"into the cache), copy the file to the cache path above, or set {ENV_MIRROR} / "
-        f"--data-mirror to a folder holding {fspec.relpath}.",
-    ])
+        f"--data-mirror to a folder holding {fspec.relpath}."
+    )
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- writing the cache
@@ -233,32 +365,57 @@ def _staged(target: Path):
 
 
 def _write_verified(
-    name: str, src: BinaryIO, target: Path, expected: str, origin: Path | str, where: str
-) -> None:
-    """Copy ``src`` into ``target`` atomically if its bytes hash to ``expected``."""
-    digest, size = hashlib.sha256(), 0
+    name: str,
+    src: BinaryIO,
+    target: Path,
+    expected: str | None,
+    origin: Path | str,
+    where: str,
+    compression: str | None = None,
+) -> str:
+    """Copy ``src`` into ``target`` atomically if its content hashes to ``expected`` (any
+    complete stream when ``expected`` is None); returns the content sha256."""
+    digest = ContentDigest(compression)
     with _staged(target) as out:
-        while chunk := src.read(_CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-            out.write(chunk)
-        if (got := digest.hexdigest()) != expected:
-            raise DataIntegrityError(_mismatch_message(name, origin, expected, got, size, where))
+        try:
+            while chunk := src.read(_CHUNK):
+                digest.update(chunk)
+                out.write(chunk)
+            got = digest.hexdigest()
+        except CorruptStream as exc:
+            raise DataIntegrityError(_corrupt_message(name, origin, exc, digest.size, where)) from exc
+        if expected is not None and got != expected:
+            raise DataIntegrityError(
+                _mismatch_message(name, origin, expected, got, digest.size, where, compression)
+            )
+    return got
+
+
+def _install_file(
+    name: str, fspec: FileSpec, src: BinaryIO, cache_dir: Path, origin: Path | str, where: str
+) -> None:
+    """Write one (non-listing) file into the cache, verified; record the hash if unpinned."""
+    got = _write_verified(
+        name, src, cache_dir / fspec.relpath, fspec.sha256, origin, where, fspec.compression
+    )
+    if not fspec.pinned:
+        _record(fspec, cache_dir, got)
 
 
 def _copy_from_mirror(name: str, fspec: FileSpec, mirror: Path, cache_dir: Path) -> list[str]:
     """Copy a file (or a listing and its members) into the cache, verifying the bytes copied;
     returns the relpaths the parser reads."""
     if fspec.members is None:
-        entries, members = [], [(fspec.relpath, fspec.sha256)]
-    else:
-        _check(name, mirror / fspec.relpath, fspec.sha256, "mirror")
-        entries = _listing_entries(fspec, mirror)
-        members = entries + [(fspec.relpath, fspec.sha256)]  # listing last: marks completion
+        with open(mirror / fspec.relpath, "rb") as src:
+            _install_file(name, fspec, src, cache_dir, mirror / fspec.relpath, "mirror")
+        return [fspec.relpath]
+    _check(name, mirror / fspec.relpath, fspec.sha256, "mirror")
+    entries = _listing_entries(fspec, mirror)
+    members = entries + [(fspec.relpath, fspec.sha256)]  # listing last: marks completion
     for relpath, digest in members:
         with open(mirror / relpath, "rb") as src:
             _write_verified(name, src, cache_dir / relpath, digest, mirror / relpath, "mirror")
-    return [relpath for relpath, _ in entries] or [fspec.relpath]
+    return [relpath for relpath, _ in entries]
 
 
 def _download(name: str, fspec: FileSpec, cache_dir: Path, mirror: Path | None) -> list[str]:
@@ -269,7 +426,7 @@ def _download(name: str, fspec: FileSpec, cache_dir: Path, mirror: Path | None) 
         with urllib.request.urlopen(request, timeout=60) as response:
             if fspec.members is not None:
                 return _install_archive(name, fspec, response, cache_dir)
-            _write_verified(name, response, cache_dir / fspec.relpath, fspec.sha256, fspec.url, "network")
+            _install_file(name, fspec, response, cache_dir, fspec.url, "network")
             return [fspec.relpath]
     except (OSError, HTTPException) as exc:  # URLError, timeouts and resets are OSErrors
         raise DataNotAvailable(

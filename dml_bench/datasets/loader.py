@@ -5,10 +5,13 @@ from __future__ import annotations
 import copy
 import functools
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
+from . import bincache
 from .catalog import DATASETS
 from .errors import DataIntegrityError
 from .files import ensure_files, files_status, resolve_cache_dir, resolve_mirror
@@ -28,7 +31,9 @@ def load_dataset(
 
     Files are looked for in the cache, then the mirror (copied into the cache), then downloaded
     (unless ``allow_network`` is false); each is checked by sha256 and the parsed data against
-    the registered shape and number of classes. Results are memoised per process.
+    the registered shape and number of classes. Results are memoised per process. Datasets
+    registered with ``binary_cache`` (MNIST) are read from their verified parse in the cache
+    once it exists (see ``bincache``); generated datasets are computed from their fixed seed.
 
     Parameters
     ----------
@@ -43,14 +48,19 @@ def load_dataset(
 
     Returns
     -------
-    X : ndarray of shape (n_samples, n_features), float64, read-only
+    X : ndarray of shape (n_samples, n_features), float64, read-only; or scipy.sparse.csr_matrix
+        A float64 CSR matrix (read-only buffers) for the high-dimensional sparse sets
+        (``dexter``, ``dexter_train_valid``, ``gisette``, ``news20``: ``meta['sparse']`` is
+        True); callers that need a dense array must densify (``X.toarray()``) or reduce it first.
     y : ndarray of shape (n_samples,), int64, read-only
         Labels 0..C-1 in the sorted order of the original labels.
     meta : dict
         ``name``, ``description``, ``n_samples``, ``n_features``, ``n_classes``, ``class_names``,
-        ``source`` ('bundled', 'cache', 'mirror' or 'network': the farthest place a file was read
-        from), ``papers``; ``image_shape`` (height, width) for images (rows are row-major images)
-        and ``parts`` (rows per original split, in row order) where the files define splits.
+        ``source`` ('bundled', 'generated', 'cache', 'mirror' or 'network': the farthest place a
+        file was read from), ``papers``, ``sparse``; ``image_shape`` (height, width) for images
+        (rows are row-major images) and ``parts`` (rows per original split, in row order) where
+        the files define splits; plus what the parser adds (``n_dropped`` rows with missing
+        values, ``manifold`` coordinates of generated data, LFW ``image_names``).
 
     Raises
     ------
@@ -77,11 +87,14 @@ def dataset_status(name: str, *, mirror: PathLike | None = None, cache_dir: Path
 
     Returns
     -------
-    status : {'bundled', 'cached', 'mirror', 'network needed'}
+    status : {'bundled', 'generated', 'cached', 'mirror', 'network needed'}
+        'generated': computed from a seed, no files; 'network needed': some file is in neither
+        cache nor mirror (whether or not it can actually be downloaded: see ``DATASETS[name]``'s
+        files and notes; ``usps_roweis``, ``gisette``, ``news20``, ``lfw_sift`` here).
     """
     spec = DATASETS[name]
-    if spec.bundled:
-        return "bundled"
+    if spec.kind != "files":
+        return spec.kind
     mirror_root, cache_root = _roots(mirror, cache_dir)
     return files_status(spec, cache_root, mirror_root)
 
@@ -105,49 +118,90 @@ def fetch_dataset(
     Returns
     -------
     folder : Path or None
-        The dataset's folder in the cache; ``None`` for data bundled with a package.
+        The dataset's folder in the cache; ``None`` for data bundled with a package or generated.
     """
     spec = DATASETS[name]
     mirror_root, cache_root = _roots(mirror, cache_dir)
     _load(spec, mirror_root, cache_root, allow_network)
-    return None if spec.bundled else cache_root / spec.folder
+    return None if spec.kind != "files" else cache_root / spec.folder
 
 
 def _roots(mirror: PathLike | None, cache_dir: PathLike | None) -> tuple[Path | None, Path]:
     return resolve_mirror(mirror), resolve_cache_dir(cache_dir)
 
 
+_KNOWN_EXTRA = ("class_names", "image_shape", "parts")
+
+
 @functools.lru_cache(maxsize=32)
 def _load(spec: DatasetSpec, mirror: Path | None, cache_dir: Path, allow_network: bool):
-    if spec.bundled:
-        paths, source = [], "bundled"
-    else:
-        paths, source = ensure_files(spec, cache_dir, mirror, allow_network)
-    parsed = spec.parser(paths)
-    X = np.asarray(parsed.X, dtype=np.float64)
-    classes, y = np.unique(parsed.labels, return_inverse=True)
-    _check_parsed(spec, X, len(classes), parsed.extra.get("image_shape"), paths)
+    parsed, paths, source, from_binary_cache = _parse(spec, mirror, cache_dir, allow_network)
+    X = _as_float64(spec, parsed.X, paths)
+    classes, y = np.unique(np.asarray(parsed.labels), return_inverse=True)
+    finite = np.issubdtype(parsed.X.dtype, np.integer) or _all_finite(X)
+    _check_parsed(spec, X, len(classes), parsed.extra.get("image_shape"), finite, paths)
+    if spec.binary_cache and not from_binary_cache:
+        try:
+            bincache.save(spec, cache_dir, parsed)
+        except OSError as exc:  # a read-only or full cache only costs speed
+            warnings.warn(f"dataset {spec.name!r}: could not write the binary cache ({exc})",
+                          RuntimeWarning, stacklevel=3)
+    class_names = parsed.extra.get("class_names") or spec.class_names or [str(c) for c in classes]
     meta = {
         "name": spec.name,
         "description": spec.description,
         "n_samples": spec.n_samples,
         "n_features": spec.n_features,
         "n_classes": spec.n_classes,
-        "class_names": parsed.extra.get("class_names") or [str(c) for c in classes],
+        "class_names": list(class_names),
         "source": source,
         "papers": list(spec.papers),
+        "sparse": spec.sparse,
     }
     if spec.image_shape is not None:
         meta["image_shape"] = spec.image_shape
     if "parts" in parsed.extra:
         meta["parts"] = dict(parsed.extra["parts"])
+    meta.update({key: value for key, value in parsed.extra.items() if key not in _KNOWN_EXTRA})
     y = y.astype(np.int64).reshape(-1)
-    for array in (X, y):
+    for array in (X.data, X.indices, X.indptr) if spec.sparse else (X,):
         array.setflags(write=False)
+    y.setflags(write=False)
     return X, y, meta
 
 
-def _check_parsed(spec: DatasetSpec, X: np.ndarray, n_classes: int, image_shape, paths: list[Path]) -> None:
+def _parse(spec: DatasetSpec, mirror: Path | None, cache_dir: Path, allow_network: bool):
+    """``(parsed, paths, source, from_binary_cache)`` for a spec."""
+    if spec.kind != "files":
+        return spec.parser([]), [], spec.kind, False
+    if spec.binary_cache and files_status(spec, cache_dir, None) == "cached":
+        # files verified into the cache earlier: their verified parse may be stored already
+        hit = bincache.load(spec, cache_dir)
+        if hit is not None:
+            return hit[0], [hit[1]], "cache", True
+    paths, source = ensure_files(spec, cache_dir, mirror, allow_network)
+    return spec.parser(paths), paths, source, False
+
+
+def _as_float64(spec: DatasetSpec, X, paths: list[Path]):
+    if sp.issparse(X) != spec.sparse:
+        kind = "sparse" if sp.issparse(X) else "dense"
+        raise DataIntegrityError(f"dataset {spec.name!r}: the parser returned a {kind} matrix but "
+                                 f"the spec says sparse={spec.sparse} ({_origin(spec, paths)})")
+    if spec.sparse:
+        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        X.sum_duplicates()
+        return X
+    return np.asarray(X, dtype=np.float64)
+
+
+def _all_finite(X) -> bool:
+    return bool(np.isfinite(X.data if sp.issparse(X) else X).all())
+
+
+def _check_parsed(
+    spec: DatasetSpec, X, n_classes: int, image_shape, finite: bool, paths: list[Path]
+) -> None:
     problems = []
     if X.shape != (spec.n_samples, spec.n_features):
         problems.append(f"shape {X.shape}, expected {(spec.n_samples, spec.n_features)}")
@@ -155,17 +209,21 @@ def _check_parsed(spec: DatasetSpec, X: np.ndarray, n_classes: int, image_shape,
         problems.append(f"{n_classes} classes, expected {spec.n_classes}")
     if image_shape is not None and tuple(image_shape) != spec.image_shape:
         problems.append(f"images of shape {tuple(image_shape)}, expected {spec.image_shape}")
-    if not np.isfinite(X).all():
+    if not finite:
         problems.append("non-finite feature values")
     if problems:
-        if not paths:
-            origin = "the bundled copy"
-        elif len(paths) > 3:
-            origin = f"{len(paths)} files under {os.path.commonpath(paths)}"
-        else:
-            origin = ", ".join(map(str, paths))
         raise DataIntegrityError(
-            f"dataset {spec.name!r}: data parsed from {origin} has {'; '.join(problems)}. To "
+            f"dataset {spec.name!r}: data parsed from {_origin(spec, paths)} has {'; '.join(problems)}. To "
             f"re-fetch, delete the dataset's cached files and run `dmlbench fetch {spec.name}`; "
             f"if that fails again, the registry entry does not match the data."
         )
+
+
+def _origin(spec: DatasetSpec, paths: list[Path]) -> str:
+    if spec.generated:
+        return "the generator"
+    if not paths:
+        return "the bundled copy"
+    if len(paths) > 3:
+        return f"{len(paths)} files under {os.path.commonpath(paths)}"
+    return ", ".join(map(str, paths))

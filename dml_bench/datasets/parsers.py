@@ -1,24 +1,43 @@
 """Reusable parsers: each factory returns ``parser(paths) -> Parsed`` for a file format.
 
-Parsers only read; the loader checks the shape and class count against the spec.
+Parsers only read; the loader checks the shape and class count against the spec. Files may be
+gzip / bz2 compressed (by suffix ``.gz`` / ``.bz2``) where a parser says so.
+
+Formats: delimited text (UCI), HDF5 groups, binary PGM images, IDX (MNIST), MAT v5 matrices
+of images (Yale B, Roweis USPS), ``.npz`` arrays, sparse ``index:value`` text with a separate
+label file (NIPS 2003 feature-selection challenge), libsvm / svmlight, and per-image descriptor
+tables (LFW SIFT; see :func:`read_descriptor_table`).
 """
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from .spec import Parsed, Parser
+
+_IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+LFW_IMAGE_NAME = re.compile(r"(.+)_(\d{4})")  # "Aaron_Eckhart_0001": person, image number
 
 _PGM_TOKEN = re.compile(rb"(?:\s+|#[^\n]*\n?)*([^\s#]+)")  # whitespace and comments, then a token
 
 
 def delimited_text(
-    *, label_column: int = -1, skip_lines: int = 0, delimiter: str = ",", parts: Sequence[str] | None = None
+    *,
+    label_column: int = -1,
+    skip_lines: int = 0,
+    delimiter: str = ",",
+    parts: Sequence[str] | None = None,
+    drop_columns: Sequence[int] = (),
+    missing: str | None = None,
 ) -> Parser:
     """Delimited text files with one sample per line, concatenated in the order given.
 
@@ -32,6 +51,12 @@ def delimited_text(
         Field separator.
     parts : sequence of str or None
         One name per file; ``meta['parts']`` then maps each name to its number of rows.
+    drop_columns : sequence of int
+        Columns that are neither features nor label (e.g. a sample id), by index in the file.
+    missing : str or None
+        Token marking a missing value (e.g. ``"?"``): rows holding it are dropped and
+        ``meta['n_dropped']`` gives their number. With ``None`` pandas' default NA tokens apply
+        and no row is dropped (the loader then refuses non-finite features).
 
     Returns
     -------
@@ -39,12 +64,23 @@ def delimited_text(
     """
 
     def parse(paths: list[Path]) -> Parsed:
-        blocks = []
+        blocks, dropped = [], 0
         for path in paths:
-            table = pd.read_csv(path, sep=delimiter, header=None, skiprows=skip_lines)
+            if missing is None:
+                table = pd.read_csv(path, sep=delimiter, header=None, skiprows=skip_lines)
+            else:
+                table = pd.read_csv(path, sep=delimiter, header=None, skiprows=skip_lines,
+                                    na_values=[missing], keep_default_na=False)
+                complete = table.dropna()
+                dropped += len(table) - len(complete)
+                table = complete
             label = table.columns[label_column]
-            blocks.append((table.drop(columns=label).to_numpy(np.float64), table[label].to_numpy()))
-        return _stack(blocks, parts)
+            unused = [label, *(table.columns[c] for c in drop_columns)]
+            blocks.append((table.drop(columns=unused).to_numpy(np.float64), table[label].to_numpy()))
+        parsed = _stack(blocks, parts)
+        if missing is not None:
+            parsed.extra["n_dropped"] = dropped
+        return parsed
 
     return parse
 
@@ -134,6 +170,379 @@ def read_pgm(path: Path) -> np.ndarray:
     return np.frombuffer(raster, dtype=dtype).reshape(height, width)
 
 
+def idx_files(parts: Sequence[str] | None = None) -> Parser:
+    """IDX files (MNIST layout), as ``[images, labels, images, labels, ...]`` pairs.
+
+    Each pair is one split (``parts`` names them, in order); images of shape ``(n, h, w)`` are
+    flattened row-major and keep their IDX dtype (uint8 for MNIST: compact in the binary
+    cache). Files ending in ``.gz`` are decompressed.
+
+    Returns
+    -------
+    parser : callable
+        Adds ``image_shape`` ``(h, w)``, and ``parts`` when named.
+    """
+
+    def parse(paths: list[Path]) -> Parsed:
+        if len(paths) % 2 or (parts is not None and len(paths) != 2 * len(parts)):
+            raise ValueError(f"expected (images, labels) pairs for parts {parts}, got {len(paths)} files")
+        blocks, shapes = [], set()
+        for images_path, labels_path in zip(paths[::2], paths[1::2]):
+            images, labels = read_idx(images_path), read_idx(labels_path)
+            if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
+                raise ValueError(f"{images_path}, {labels_path}: {images.shape} images for "
+                                 f"{labels.shape} labels")
+            shapes.add(images.shape[1:])
+            blocks.append((images.reshape(len(images), -1), labels))
+        if len(shapes) != 1:
+            raise ValueError(f"images of different shapes: {sorted(shapes)}")
+        parsed = _stack(blocks, parts)
+        parsed.extra["image_shape"] = shapes.pop()
+        return parsed
+
+    return parse
+
+
+def read_idx(path: Path) -> np.ndarray:
+    """Read an IDX file (``.gz`` decompressed): 2 zero bytes, type code, ndim, big-endian
+    uint32 sizes, then the data in C order."""
+    raw = _read_bytes(path)
+    if len(raw) < 4 or raw[:2] != b"\0\0" or raw[2] not in _IDX_DTYPES:
+        raise ValueError(f"{path}: not an IDX file (header {raw[:4].hex()})")
+    ndim = raw[3]
+    shape = tuple(int(d) for d in np.frombuffer(raw, ">u4", count=ndim, offset=4))
+    dtype = np.dtype(_IDX_DTYPES[raw[2]])
+    offset = 4 + 4 * ndim
+    if len(raw) - offset != int(np.prod(shape)) * dtype.itemsize:
+        raise ValueError(f"{path}: {len(raw) - offset} data bytes for shape {shape} of {dtype}")
+    return np.frombuffer(raw, dtype, offset=offset).reshape(shape).astype(dtype.newbyteorder("="))
+
+
+def mat_images(
+    features: str, labels: str, *, image_shape: tuple[int, int], column_major: bool = False
+) -> Parser:
+    """A MAT v5 file holding one image per row of ``features`` and a label vector ``labels``.
+
+    Parameters
+    ----------
+    features, labels : str
+        Variable names (Deng Cai's face sets: ``"fea"``, ``"gnd"``).
+    image_shape : (height, width)
+    column_major : bool
+        Rows hold MATLAB (column-major) images; they are transposed so that
+        ``X[i].reshape(height, width)`` is the upright image.
+
+    Returns
+    -------
+    parser : callable
+        Keeps the file's dtype (uint8 pixels); adds ``image_shape``.
+    """
+
+    def parse(paths: list[Path]) -> Parsed:
+        import scipy.io
+
+        (path,) = paths
+        mat = scipy.io.loadmat(path)
+        X = np.asarray(mat[features])
+        if X.ndim != 2 or X.shape[1] != np.prod(image_shape):
+            raise ValueError(f"{path}: {features} has shape {X.shape}, not (n, {np.prod(image_shape)})")
+        if column_major:
+            X = _rows_from_column_major(X, image_shape)
+        return Parsed(X, np.asarray(mat[labels]).ravel(), {"image_shape": tuple(image_shape)})
+
+    return parse
+
+
+def mat_class_blocks(
+    variable: str, class_labels: Sequence, *, image_shape: tuple[int, int], column_major: bool = False
+) -> Parser:
+    """A MAT v5 array of shape ``(n_features, n_per_class, n_classes)`` (Roweis' ``usps_all``).
+
+    Parameters
+    ----------
+    variable : str
+        Variable name (``"data"``).
+    class_labels : sequence
+        Label of each block along the last axis (Roweis: digits 1..9 then 0).
+    image_shape : (height, width)
+    column_major : bool
+        As for :func:`mat_images`.
+
+    Returns
+    -------
+    parser : callable
+        Rows are class by class (block order), then in their order within the block.
+    """
+
+    def parse(paths: list[Path]) -> Parsed:
+        import scipy.io
+
+        (path,) = paths
+        data = np.asarray(scipy.io.loadmat(path)[variable])
+        if data.ndim != 3 or data.shape[0] != np.prod(image_shape) or data.shape[2] != len(class_labels):
+            raise ValueError(f"{path}: {variable} has shape {data.shape}, expected "
+                             f"({np.prod(image_shape)}, n, {len(class_labels)})")
+        X = data.transpose(2, 1, 0).reshape(-1, data.shape[0])
+        if column_major:
+            X = _rows_from_column_major(X, image_shape)
+        labels = np.repeat(np.asarray(class_labels), data.shape[1])
+        return Parsed(X, labels, {"image_shape": tuple(image_shape)})
+
+    return parse
+
+
+def npz_arrays(features: str = "X", labels: str = "y") -> Parser:
+    """A NumPy ``.npz`` with a feature matrix and a label vector (read without pickle; other
+    members, e.g. object arrays of names, are ignored: give names in the spec)."""
+
+    def parse(paths: list[Path]) -> Parsed:
+        (path,) = paths
+        with np.load(path, allow_pickle=False) as arrays:
+            return Parsed(arrays[features], arrays[labels].ravel(), {})
+
+    return parse
+
+
+def sparse_index_value(n_features: int, *, index_base: int = 0, parts: Sequence[str] | None = None) -> Parser:
+    """Sparse ``index:value`` text (NIPS 2003 feature-selection challenge), labels apart.
+
+    Files come as ``[data, labels, data, labels, ...]`` pairs, one per split. A data line is
+    one sample: whitespace-separated ``index:value`` tokens (possibly none); a label file has
+    one label per line. Files ending in ``.gz`` / ``.bz2`` are decompressed.
+
+    Parameters
+    ----------
+    n_features : int
+        Number of columns; an index outside ``index_base .. index_base + n_features - 1`` is an
+        error.
+    index_base : int
+        Index of the first column in the file (0 or 1).
+    parts : sequence of str or None
+        Split names, one per pair.
+
+    Returns
+    -------
+    parser : callable
+        ``X`` is a float64 ``scipy.sparse.csr_matrix``.
+    """
+
+    def parse(paths: list[Path]) -> Parsed:
+        if len(paths) % 2 or (parts is not None and len(paths) != 2 * len(parts)):
+            raise ValueError(f"expected (data, labels) pairs for parts {parts}, got {len(paths)} files")
+        blocks = []
+        for data_path, labels_path in zip(paths[::2], paths[1::2]):
+            X = read_index_value(data_path, n_features, index_base=index_base)
+            labels = np.loadtxt(_open_text(labels_path), dtype=np.int64, ndmin=1)
+            if len(labels) != X.shape[0]:
+                raise ValueError(f"{data_path}: {X.shape[0]} rows for {len(labels)} labels in {labels_path}")
+            blocks.append((X, labels))
+        return _stack(blocks, parts)
+
+    return parse
+
+
+def read_index_value(path: Path, n_features: int, *, index_base: int = 0) -> sp.csr_matrix:
+    """Read sparse ``index:value`` lines (one sample per line) as a float64 CSR matrix."""
+    indptr, indices, values = [0], [], []
+    with _open_text(path) as fh:
+        for lineno, line in enumerate(fh, 1):
+            for token in line.split():
+                index, sep, value = token.partition(":")
+                if not sep:
+                    raise ValueError(f"{path}:{lineno}: {token!r} is not index:value")
+                column = int(index) - index_base
+                if not 0 <= column < n_features:
+                    raise ValueError(f"{path}:{lineno}: feature index {index} outside "
+                                     f"{index_base}..{index_base + n_features - 1}")
+                indices.append(column)
+                values.append(float(value))
+            indptr.append(len(indices))
+    X = sp.csr_matrix((np.array(values, np.float64), np.array(indices, np.int32), np.array(indptr)),
+                      shape=(len(indptr) - 1, n_features))
+    X.sum_duplicates()
+    return X
+
+
+def libsvm(n_features: int, *, parts: Sequence[str] | None = None) -> Parser:
+    """libsvm / svmlight files (``label index:value ...``, 1-based indices), one per split.
+
+    Files ending in ``.gz`` / ``.bz2`` are decompressed (scikit-learn's svmlight reader).
+    Integral labels are returned as ints (class names ``"1"``, not ``"1.0"``).
+
+    Returns
+    -------
+    parser : callable
+        ``X`` is a float64 ``scipy.sparse.csr_matrix`` with ``n_features`` columns.
+    """
+
+    def parse(paths: list[Path]) -> Parsed:
+        from sklearn.datasets import load_svmlight_files
+
+        loaded = load_svmlight_files([str(p) for p in paths], n_features=n_features,
+                                     dtype=np.float64, zero_based=False)
+        blocks = []
+        for X, labels in zip(loaded[::2], loaded[1::2]):
+            if np.all(labels == np.round(labels)):
+                labels = labels.astype(np.int64)
+            blocks.append((sp.csr_matrix(X), labels))
+        return _stack(blocks, parts)
+
+    return parse
+
+
+def lfw_descriptors(n_features: int = 3456) -> Parser:
+    """Per-image descriptors of LFW images (see :func:`read_descriptor_table`).
+
+    Returns
+    -------
+    parser : callable
+        Labels are the person names (from the image names); ``meta['image_names']`` lists the
+        image names in row order.
+    """
+
+    def parse(paths: list[Path]) -> Parsed:
+        (path,) = paths
+        X, names = read_descriptor_table(path, n_features)
+        people = np.array([LFW_IMAGE_NAME.fullmatch(n)[1] for n in names])
+        return Parsed(X, people, {"image_names": list(names)})
+
+    return parse
+
+
+def read_descriptor_table(path: Path, n_features: int = 3456) -> tuple[np.ndarray, list[str]]:
+    """Read a descriptor table: one row per LFW image, named ``<Person_Name>_<NNNN>``.
+
+    Accepted formats (chosen by content, not by suffix):
+
+    - NumPy ``.npz`` (no pickle) with ``X``, a numeric ``(n, n_features)`` array, and
+      ``names``, a ``(n,)`` string array;
+    - MATLAB v5 ``.mat`` (``scipy.io.loadmat``) with the same two variables, ``names`` as a
+      cell array of strings or a char matrix (rows right-padded with blanks).
+
+    ``names`` are the LFW image file stems (``Aaron_Eckhart_0001`` for
+    ``lfw_funneled/Aaron_Eckhart/Aaron_Eckhart_0001.jpg``), unique. For the SIFT descriptors of
+    Guillaumin et al. (2009), ``n_features = 3456`` = 9 facial points x 3 scales x 128 bins,
+    column ``(point * 3 + scale) * 128 + bin``.
+
+    Returns
+    -------
+    X : ndarray of shape (n, n_features), float64
+    names : list of str
+
+    Raises
+    ------
+    ValueError
+        The file is in neither format or its content does not follow the layout above.
+    """
+    path = Path(path)
+    with open(path, "rb") as fh:
+        head = fh.read(128)
+    if head.startswith(b"PK"):
+        with np.load(path, allow_pickle=False) as arrays:
+            missing = {"X", "names"} - set(arrays.files)
+            if missing:
+                raise ValueError(f"{path}: no {sorted(missing)} in the .npz (has {arrays.files})")
+            X, names = arrays["X"], [str(n) for n in arrays["names"].ravel()]
+    elif head.startswith(b"MATLAB"):
+        import scipy.io
+
+        mat = scipy.io.loadmat(path)
+        missing = {"X", "names"} - set(mat)
+        if missing:
+            raise ValueError(f"{path}: no {sorted(missing)} in the .mat file")
+        X, names = mat["X"], _mat_strings(mat["names"])
+    else:
+        raise ValueError(f"{path}: neither a .npz nor a MAT v5 file")
+    X = np.asarray(X)
+    if X.ndim != 2 or X.shape[1] != n_features or not np.issubdtype(X.dtype, np.number):
+        raise ValueError(f"{path}: X has shape {X.shape} and dtype {X.dtype}, expected numeric "
+                         f"(n, {n_features})")
+    if len(names) != X.shape[0]:
+        raise ValueError(f"{path}: {len(names)} names for {X.shape[0]} rows")
+    bad = [n for n in names if not LFW_IMAGE_NAME.fullmatch(n)]
+    if bad:
+        raise ValueError(f"{path}: image names not of the form Person_Name_0001: {bad[:3]}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{path}: duplicate image names")
+    return X.astype(np.float64), names
+
+
+class LFWPair(NamedTuple):
+    """One LFW pair: images ``name1_idx1`` and ``name2_idx2`` (1-based image numbers)."""
+
+    name1: str
+    idx1: int
+    name2: str
+    idx2: int
+    same: bool
+
+
+def read_lfw_pairs(path: Path) -> list[list[LFWPair]]:
+    """Read an LFW pairs file into folds of pairs.
+
+    The first line is ``n_folds n_per_fold`` (View 2 ``pairs.txt``: ``10 300``) or just
+    ``n_per_fold`` (View 1 ``pairsDevTrain.txt`` / ``pairsDevTest.txt``: one fold). Each fold
+    then lists ``n_per_fold`` matched pairs (``name i j``) followed by ``n_per_fold`` mismatched
+    pairs (``name1 i name2 j``), tab-separated.
+
+    Returns
+    -------
+    folds : list of list of LFWPair
+        ``2 * n_per_fold`` pairs per fold, matched first, in file order.
+
+    Raises
+    ------
+    ValueError
+        The counts or a line do not follow this layout.
+    """
+    lines = [line.split() for line in Path(path).read_text().splitlines() if line.strip()]
+    if not lines or len(lines[0]) not in (1, 2) or not all(t.isdigit() for t in lines[0]):
+        raise ValueError(f"{path}: first line must be 'n_folds n_per_fold' or 'n_per_fold'")
+    n_folds, n_per = (int(t) for t in lines[0]) if len(lines[0]) == 2 else (1, int(lines[0][0]))
+    body = lines[1:]
+    if len(body) != 2 * n_folds * n_per:
+        raise ValueError(f"{path}: {len(body)} pair lines, header announces {n_folds} x 2 x {n_per}")
+    folds = []
+    for fold in range(n_folds):
+        pairs = []
+        for k, fields in enumerate(body[2 * n_per * fold: 2 * n_per * (fold + 1)]):
+            same = k < n_per
+            lineno = 2 + 2 * n_per * fold + k
+            try:
+                if same and len(fields) == 3:
+                    pairs.append(LFWPair(fields[0], int(fields[1]), fields[0], int(fields[2]), True))
+                elif not same and len(fields) == 4:
+                    pairs.append(LFWPair(fields[0], int(fields[1]), fields[2], int(fields[3]), False))
+                else:
+                    raise ValueError
+            except ValueError:
+                kind = "matched 'name i j'" if same else "mismatched 'name1 i name2 j'"
+                raise ValueError(f"{path}:{lineno}: expected a {kind} pair, got {fields}") from None
+        folds.append(pairs)
+    return folds
+
+
+def lfw_pair_list(filename: str) -> Parser:
+    """One LFW pairs file (chosen by name among the paths) as labelled pairs without features.
+
+    Returns
+    -------
+    parser : callable
+        ``X`` has 0 columns; labels are 1 (same person) / 0; ``meta['pairs']`` lists the
+        :class:`LFWPair` tuples in row order and ``parts`` the fold sizes (``fold1`` ...).
+    """
+
+    def parse(paths: list[Path]) -> Parsed:
+        (path,) = [p for p in paths if Path(p).name == filename]
+        folds = read_lfw_pairs(path)
+        pairs = [pair for fold in folds for pair in fold]
+        labels = np.array([int(pair.same) for pair in pairs])
+        parts = {f"fold{k}": len(fold) for k, fold in enumerate(folds, 1)}
+        return Parsed(np.empty((len(pairs), 0)), labels, {"parts": parts, "pairs": pairs})
+
+    return parse
+
+
 def sklearn_bundled(loader: str) -> Parser:
     """A dataset shipped with scikit-learn, e.g. ``"load_wine"``.
 
@@ -157,7 +566,48 @@ def sklearn_bundled(loader: str) -> Parser:
     return parse
 
 
-def _stack(blocks: list[tuple[np.ndarray, np.ndarray]], parts: Sequence[str] | None) -> Parsed:
+def _stack(blocks: list[tuple], parts: Sequence[str] | None) -> Parsed:
     features, labels = zip(*blocks)
     extra = {} if parts is None else {"parts": dict(zip(parts, map(len, labels), strict=True))}
-    return Parsed(np.concatenate(features), np.concatenate(labels), extra)
+    if any(sp.issparse(f) for f in features):
+        X = sp.vstack(features, format="csr")
+    else:
+        X = features[0] if len(features) == 1 else np.concatenate(features)
+    return Parsed(X, np.concatenate(labels), extra)
+
+
+def _rows_from_column_major(X: np.ndarray, image_shape: tuple[int, int]) -> np.ndarray:
+    """Rows holding column-major (MATLAB) images → rows holding row-major images."""
+    height, width = image_shape
+    return np.ascontiguousarray(X.reshape(len(X), width, height).transpose(0, 2, 1)).reshape(len(X), -1)
+
+
+def _mat_strings(value) -> list[str]:
+    """Strings of a MATLAB cell array of strings or char matrix, as read by ``loadmat``."""
+    value = np.asarray(value)
+    if value.dtype == object:
+        return [str(np.asarray(v).ravel()[0]) if np.asarray(v).size else "" for v in value.ravel()]
+    if value.dtype.kind == "U":
+        return [str(v).rstrip() for v in value.ravel()]
+    raise ValueError(f"names of dtype {value.dtype} are not strings")
+
+
+def _open_text(path: Path):
+    """Open a text file, decompressing ``.gz`` / ``.bz2``."""
+    suffix = Path(path).suffix
+    if suffix == ".gz":
+        return gzip.open(path, "rt")
+    if suffix == ".bz2":
+        return bz2.open(path, "rt")
+    return open(path)
+
+
+def _read_bytes(path: Path) -> bytes:
+    suffix = Path(path).suffix
+    if suffix == ".gz":
+        with gzip.open(path, "rb") as fh:
+            return fh.read()
+    if suffix == ".bz2":
+        with bz2.open(path, "rb") as fh:
+            return fh.read()
+    return Path(path).read_bytes()

@@ -15,13 +15,17 @@ class Parsed(NamedTuple):
 
     Attributes
     ----------
-    X : ndarray of shape (n_samples, n_features)
-        Features (converted to float64 by the loader).
+    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
+        Features in any numeric dtype (kept compact, e.g. uint8 pixels, in the binary parse
+        cache; converted to float64 by the loader). Sparse for datasets registered with
+        ``sparse=True`` (converted to float64 CSR).
     labels : ndarray of shape (n_samples,)
         Original labels (ints or strings); the loader encodes them as 0..C-1 in sorted order.
     extra : dict
         Additional metadata merged into ``meta``, e.g. ``parts`` (rows per file / split, in row
-        order), ``class_names`` (one per sorted original label) or ``image_shape``.
+        order), ``class_names`` (one per sorted original label), ``image_shape``, or anything
+        else a parser documents (``manifold`` coordinates of generated data, ``image_names``,
+        ``n_dropped`` rows with missing values).
     """
 
     X: np.ndarray
@@ -30,6 +34,8 @@ class Parsed(NamedTuple):
 
 
 Parser = Callable[[list[Path]], Parsed]
+
+COMPRESSIONS = ("gzip", "bz2")
 
 
 @dataclass(frozen=True)
@@ -41,8 +47,12 @@ class FileSpec:
     relpath : str
         POSIX path relative to the cache / mirror root, starting with the dataset's folder
         (``"pima/pima-indians-diabetes.csv"``).
-    sha256 : str
-        Hex digest the file must have, wherever it is read from.
+    sha256 : str or None
+        Hex digest the file must have, wherever it is read from (of its decompressed content
+        when ``compression`` is set). ``None`` marks a file whose checksum could not be recorded
+        when it was registered (the source was not reachable): the sha256 of the first copy that
+        enters the cache is recorded next to it (``<relpath>.sha256``, trust on first use) and
+        every later load must match it; the parsed shape is checked as for any file.
     url : str or None
         Where :func:`~dml_bench.datasets.fetch_dataset` downloads it from; ``None`` when there is
         no network source.
@@ -53,12 +63,33 @@ class FileSpec:
         ``members`` a regular expression whose first group maps archive entries to the listed
         relative paths. From the archive the listing is rebuilt from the extracted members and
         must hash to ``sha256``, which verifies every member.
+    compression : {"gzip", "bz2"} or None
+        The file is stored compressed, as obtained, and ``sha256`` is the digest of its
+        DECOMPRESSED content: two compressions of the same content (the mirror's ``gzip -9 -n``
+        copy and the original download) both verify, and a truncated or corrupt stream is
+        refused like a checksum mismatch.
+    obtain : str or None
+        How to obtain the file by hand when there is no (working) network source; appended to
+        the "not available" message.
     """
 
     relpath: str
-    sha256: str
+    sha256: str | None
     url: str | None = None
     members: str | None = None
+    compression: str | None = None
+    obtain: str | None = None
+
+    def __post_init__(self):
+        if self.compression not in (None, *COMPRESSIONS):
+            raise ValueError(f"{self.relpath}: unknown compression {self.compression!r}")
+        if self.members is not None and (self.sha256 is None or self.compression is not None):
+            raise ValueError(f"{self.relpath}: a listing needs a pinned sha256 and no compression")
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the registry holds the file's sha256 (else: trust on first use)."""
+        return self.sha256 is not None
 
     @property
     def folder(self) -> str:
@@ -81,13 +112,23 @@ class DatasetSpec:
     papers : tuple of str
         Keys of the papers that report results on it.
     files : tuple of FileSpec
-        Files in the order the parser receives them; empty for data bundled with scikit-learn.
+        Files in the order the parser receives them; empty for data bundled with scikit-learn
+        and for generated data.
     parser : callable
-        ``parser(paths) -> Parsed``.
+        ``parser(paths) -> Parsed`` (``paths`` is empty for bundled and generated data).
     image_shape : tuple of int or None
         ``(height, width)`` of image rows (row-major).
     notes : str
         Provenance of the network sources and how they are verified.
+    class_names : tuple of str or None
+        Readable names of the sorted original labels, when the parser gives none.
+    generated : bool
+        The data is generated deterministically by ``parser`` (fixed seed; no files).
+    sparse : bool
+        ``X`` is a ``scipy.sparse.csr_matrix`` (float64), not a dense array.
+    binary_cache : bool
+        Store the parsed arrays (in the parser's compact dtype) as a compressed ``.npz`` in the
+        cache, keyed by the files' sha256, and load from it afterwards (see ``bincache``).
     """
 
     name: str
@@ -100,12 +141,24 @@ class DatasetSpec:
     parser: Parser
     image_shape: tuple[int, int] | None = None
     notes: str = ""
+    class_names: tuple[str, ...] | None = None
+    generated: bool = False
+    sparse: bool = False
+    binary_cache: bool = False
 
     def __post_init__(self):
         for name in ("papers", "files"):  # tuples keep specs hashable (loads are memoised per spec)
             object.__setattr__(self, name, tuple(getattr(self, name)))
-        if self.image_shape is not None:
-            object.__setattr__(self, "image_shape", tuple(self.image_shape))
+        for name in ("image_shape", "class_names"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, tuple(getattr(self, name)))
+        if self.generated and self.files:
+            raise ValueError(f"dataset {self.name!r}: generated data has no files")
+        if self.binary_cache and not self.files:
+            raise ValueError(f"dataset {self.name!r}: a binary cache needs files")
+        if self.class_names is not None and len(self.class_names) != self.n_classes:
+            raise ValueError(f"dataset {self.name!r}: {len(self.class_names)} class_names for "
+                             f"{self.n_classes} classes")
         folders = {f.folder for f in self.files}
         if len(folders) > 1:
             raise ValueError(f"dataset {self.name!r}: files span several folders {sorted(folders)}")
@@ -115,9 +168,14 @@ class DatasetSpec:
     @property
     def bundled(self) -> bool:
         """Whether the data ships with a Python package (no files to fetch)."""
-        return not self.files
+        return not self.files and not self.generated
+
+    @property
+    def kind(self) -> str:
+        """``"bundled"``, ``"generated"`` or ``"files"``."""
+        return "generated" if self.generated else "bundled" if self.bundled else "files"
 
     @property
     def folder(self) -> str | None:
-        """Folder of the dataset's files under the cache / mirror root (``None`` when bundled)."""
+        """Folder of the dataset's files under the cache / mirror root (``None`` without files)."""
         return self.files[0].folder if self.files else None

@@ -49,10 +49,13 @@ class DMLEig(MetricLearner):
         Ridge δ added to ``X_S`` before its Cholesky factorisation (remark after Theorem 1).
         Relative to ``tr(X_S)/d`` when ``ridge_mode="relative"``.
     ridge_mode : {"relative", "absolute"}, default="relative"
-    scale : {"unit_mean", "none"}, default="unit_mean"
-        ``"unit_mean"`` rescales the whitened differences so the mean ``q_τ`` is 1 at S = I/d, which
-        makes μ = 1e-4 a near-hard minimum whatever the data scale; ``"none"`` keeps the paper's
-        literal units (q ≈ 1/|S|, where μ = 1e-4 is a soft average).
+    scale : {"none", "unit_mean"}, default="none"
+        Only ``q/μ`` matters. ``"none"`` keeps the paper's literal units (X_S a plain sum, so
+        q ≈ 1/|S| and μ = 1e-4 acts as a soft average of the smallest dissimilar distances).
+        ``"unit_mean"`` rescales the whitened differences so the mean ``q_τ`` is 1 at S = I/d,
+        making μ a near-hard minimum whatever the data size. Measured over 10 splits (README §
+        Protocol notes), ``"none"`` gave lower 3-NN error on wine, breast cancer, diabetes,
+        segment and waveform, ``"unit_mean"`` on iris and optdigits: hence the default.
     weight_threshold : float, default=1e-12
         Pairs whose softmax weight is below ``weight_threshold · max(w)`` are left out of the
         gradient; their total contribution to ``∇f_μ`` is below ``|D| · weight_threshold``
@@ -84,7 +87,7 @@ class DMLEig(MetricLearner):
     constraint_kind = "pairs"
 
     def __init__(self, mu=1e-4, tol=1e-5, max_iter=1000, stopping="gap", ridge=1e-2,
-                 ridge_mode="relative", scale="unit_mean", weight_threshold=1e-12,
+                 ridge_mode="relative", scale="none", weight_threshold=1e-12,
                  init="identity"):
         self.mu = mu
         self.tol = tol

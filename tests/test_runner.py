@@ -1,0 +1,417 @@
+"""End-to-end runner: determinism across n_jobs and backends, resume after a kill, skipping,
+failures, timing mode. Every results folder lives in tmp_path."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.preprocessing import StandardScaler
+
+from dml_bench import runner
+from dml_bench.config import load_config, parse_config
+from dml_bench.datasets import load_dataset
+from dml_bench.results import RUN_COLUMNS, RunStore
+from dml_bench.runner import plan, prepare_split, run_experiment
+from dml_bench.splits import derive_seed, train_test_split_indices
+
+pytestmark = pytest.mark.usefixtures("tmp_cache")
+
+TIMING_COLUMNS = ["fit_time", "fit_cpu_time", "constraint_time", "finished_at", "n_jobs"]
+
+QUICK = {  # the quickstart, made small: wine + iris, Euclidean + DML-eig (50 iterations)
+    "name": "quick",
+    "datasets": [{"name": "wine", "normalize": "zscore"}, {"name": "iris", "normalize": "zscore"}],
+    "split": {"train_fraction": 0.7, "n_splits": 2, "seed": 0, "stratify": True},
+    "constraints": {"generator": "knn_triplets", "params": {"k": 3}},
+    "solvers": [{"name": "euclidean"}, {"name": "dml_eig", "params": {"mu": 1e-4, "max_iter": 50}}],
+    "evaluation": {"knn_k": 3, "tie_break": "nearest"},
+    "execution": {"n_jobs": 2, "backend": "loky"},
+}
+
+
+def experiment(**changes):
+    cfg = {**QUICK, **changes}
+    return parse_config(cfg, source="test")
+
+
+def quiet_run(exp, root, **kw):
+    messages = []
+    summary = run_experiment(exp, root, echo=messages.append, **kw)
+    return summary, messages
+
+
+def runs_of(root, name="quick") -> pd.DataFrame:
+    return pd.read_csv(root / name / "runs.csv", dtype={"task_id": str})
+
+
+def comparable(df: pd.DataFrame) -> pd.DataFrame:
+    return df.drop(columns=TIMING_COLUMNS).sort_values("task_id").reset_index(drop=True)
+
+
+def planned_ids(exp) -> list[str]:
+    tasks, _ = plan(exp, check_data=lambda name: None)
+    return [t.task_id for t in tasks]
+
+
+# --------------------------------------------------------------------------- (a) n_jobs
+
+
+def test_n_jobs_do_not_change_results(tmp_path):
+    exp = experiment()
+    s1, _ = quiet_run(replace(exp, n_jobs=1), tmp_path / "j1")
+    s2, _ = quiet_run(replace(exp, n_jobs=2), tmp_path / "j2")
+    assert (s1.total, s1.ran, s1.failed, s2.ran, s2.failed) == (8, 8, 0, 8, 0)  # 2 × 2 × 2
+    r1, r2 = runs_of(tmp_path / "j1"), runs_of(tmp_path / "j2")
+    assert list(r1.columns) == RUN_COLUMNS
+    assert set(r1["n_jobs"]) == {1} and set(r2["n_jobs"]) == {2}
+    pd.testing.assert_frame_equal(comparable(r1), comparable(r2), check_exact=True)
+    assert sorted(r1["task_id"]) == sorted(planned_ids(exp))
+    # sizes worked out by hand: wine 42 + 50 + 34 = 126 training points, iris 3 × 35 = 105;
+    # k = 3: |S| = |D| = 3 n, |T| = 9 n (Ying & Li 2012, Table 3)
+    by_ds = r1.groupby("dataset").first()
+    assert by_ds.loc["wine", ["n_train", "n_test", "n_features", "n_classes"]].tolist() == \
+        [126, 52, 13, 3]
+    assert by_ds.loc["iris", ["n_train", "n_test", "n_features", "n_classes"]].tolist() == \
+        [105, 45, 4, 3]
+    assert by_ds.loc["wine", ["n_similar", "n_dissimilar", "n_triplets"]].tolist() == \
+        [378, 378, 1134]
+    assert by_ds.loc["iris", ["n_similar", "n_dissimilar", "n_triplets"]].tolist() == \
+        [315, 315, 945]
+    for (dataset, split), seed in r1.groupby(["dataset", "split"])["seed"].first().items():
+        assert seed == derive_seed(0, dataset, split)
+    dml = r1[r1["solver"] == "dml_eig"]
+    assert (dml["n_iter"] == 50).all() and r1["error"].between(0, 1).all()
+    # the resolved config written next to the results re-parses to the same experiment
+    written = yaml.safe_load((tmp_path / "j1" / "quick" / "config.yaml").read_text())
+    assert parse_config(written) == replace(exp, n_jobs=1)
+
+
+def test_euclidean_error_matches_sklearn_pipeline(tmp_path):
+    # independent reference for the Euclidean rows: StandardScaler fitted on the training part +
+    # KNeighborsClassifier(3) (its tie-break is "lowest")
+    exp = experiment(solvers=[{"name": "euclidean"}], evaluation={"tie_break": "lowest"},
+                     split={"n_splits": 3, "seed": 5})
+    summary, _ = quiet_run(replace(exp, n_jobs=1), tmp_path)
+    assert summary.ran == 6
+    for row in runs_of(tmp_path).itertuples():
+        X, y, _ = load_dataset(row.dataset)
+        train, test = train_test_split_indices(y, 0.7, derive_seed(5, row.dataset, row.split))
+        scaler = StandardScaler().fit(X[train])
+        knn = KNeighborsClassifier(3, algorithm="brute").fit(scaler.transform(X[train]), y[train])
+        expected = np.mean(knn.predict(scaler.transform(X[test])) != y[test])
+        assert row.error == pytest.approx(expected, abs=1e-12), (row.dataset, row.split)
+        assert math.isclose(row.error * row.n_test, round(row.error * row.n_test))
+
+
+# --------------------------------------------------------------------------- (b) dask
+
+
+def test_dask_local_cluster_matches_loky(tmp_path, monkeypatch):
+    distributed = pytest.importorskip("dask.distributed", reason="dask.distributed not installed")
+    clusters = []
+    real = distributed.LocalCluster
+
+    def spy(*args, **kwargs):
+        cluster = real(*args, **kwargs)
+        clusters.append((kwargs, cluster))
+        return cluster
+
+    monkeypatch.setattr(distributed, "LocalCluster", spy)
+    exp = experiment()
+    quiet_run(replace(exp, backend="loky", n_jobs=2), tmp_path / "loky")
+    summary, _ = quiet_run(replace(exp, backend="dask", n_jobs=2, scheduler=None),
+                           tmp_path / "dask")
+    assert (summary.ran, summary.failed) == (8, 0)
+    pd.testing.assert_frame_equal(comparable(runs_of(tmp_path / "loky")),
+                                  comparable(runs_of(tmp_path / "dask")), check_exact=True)
+    # the runner made one loopback-only cluster with n_jobs single-threaded workers, and closed it
+    assert len(clusters) == 1
+    kwargs, cluster = clusters[0]
+    assert kwargs["host"] == "127.0.0.1" and kwargs["n_workers"] == 2
+    assert kwargs["threads_per_worker"] == 1
+    assert kwargs.get("dashboard_address") is None
+    assert "clos" in str(cluster.status).lower()
+
+
+# --------------------------------------------------------------------------- (c) kill + resume
+
+KILL_CONFIG = {
+    "name": "killme",
+    "datasets": [{"name": "wine"}, {"name": "iris"}, {"name": "breast_cancer"}],
+    "split": {"n_splits": 8, "seed": 1},
+    # tol 0: DML-eig always runs its 1000 iterations (~0.1-0.3 s per task), so the run lasts
+    # seconds and is killed part-way
+    "solvers": [{"name": "euclidean"}, {"name": "dml_eig", "params": {"max_iter": 1000, "tol": 0.0}}],
+    "execution": {"n_jobs": 1, "backend": "sequential"},
+}
+
+
+def complete_rows(path) -> int:
+    """Data rows ending with a newline (what survives a kill)."""
+    if not path.exists():
+        return 0
+    return max(path.read_bytes().count(b"\n") - 1, 0)
+
+
+def test_killed_run_resumes_each_task_once(tmp_path, write_yaml):
+    cfg = write_yaml(KILL_CONFIG, "kill.yaml")
+    root = tmp_path / "results"
+    runs_csv = root / "killme" / "runs.csv"
+    cmd = [sys.executable, "-m", "dml_bench.cli", "run", str(cfg), "--results-dir", str(root)]
+    expected = planned_ids(load_config(cfg))
+    assert len(expected) == len(set(expected)) == 3 * 2 * 8
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=os.environ.copy())
+    try:
+        deadline = time.monotonic() + 120
+        while complete_rows(runs_csv) < 2:
+            assert proc.poll() is None, "the run ended before it could be killed"
+            assert time.monotonic() < deadline, "no rows appeared in runs.csv"
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    survived = RunStore(root / "killme").read()
+    n_before = len(survived)
+    assert 2 <= n_before < len(expected), "killed after every task had finished"
+    assert set(survived["task_id"]) <= set(expected)
+
+    done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy(), timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (f"killme: {len(expected) - n_before} tasks run, {n_before} already done, 0 failed"
+            in done.stdout)
+    runs = runs_of(root, "killme")
+    assert len(runs) == len(expected)
+    assert runs["task_id"].value_counts().max() == 1
+    assert sorted(runs["task_id"]) == sorted(expected)
+    # rows written before the kill were kept, not recomputed
+    kept = runs.set_index("task_id").loc[survived["task_id"], "finished_at"]
+    assert kept.tolist() == survived["finished_at"].tolist()
+    assert (root / "killme" / "summary.csv").exists()
+
+
+def small_experiment():
+    return experiment(solvers=[{"name": "euclidean"}], split={"n_splits": 3},
+                      execution={"n_jobs": 1, "backend": "sequential"})
+
+
+def test_half_written_last_line_is_repaired(tmp_path):
+    exp = small_experiment()
+    ids = planned_ids(exp)
+    quiet_run(exp, tmp_path)
+    runs_csv = tmp_path / "quick" / "runs.csv"
+    before = runs_of(tmp_path)
+    with open(runs_csv, "a") as fh:
+        fh.write(f"{ids[0][:8]},quick,wine,0,12")  # a kill in the middle of a line
+    assert len(RunStore(tmp_path / "quick").read()) == len(ids)  # ignored when reading
+
+    summary, _ = quiet_run(exp, tmp_path)
+    assert (summary.ran, summary.done_before) == (0, len(ids))
+    text = runs_csv.read_text()
+    assert text.endswith("\n") and text.count("\n") == len(ids) + 1
+    after = runs_of(tmp_path)
+    pd.testing.assert_frame_equal(after, before, check_exact=True)  # surviving rows unchanged
+
+
+def test_truncated_real_row_is_recomputed(tmp_path):
+    exp = small_experiment()
+    ids = planned_ids(exp)
+    quiet_run(exp, tmp_path)
+    runs_csv = tmp_path / "quick" / "runs.csv"
+    text = runs_csv.read_text()
+    last_start = text.rstrip("\n").rfind("\n") + 1
+    lost_id = text[last_start:].split(",")[0]
+    runs_csv.write_text(text[: last_start + (len(text) - last_start) // 2])  # half of the row
+    summary, _ = quiet_run(exp, tmp_path)
+    assert (summary.ran, summary.done_before) == (1, len(ids) - 1)
+    runs = runs_of(tmp_path)
+    assert sorted(runs["task_id"]) == sorted(ids)
+    assert runs["task_id"].tolist()[-1] == lost_id
+
+
+def test_only_half_a_header(tmp_path):
+    # killed during the very first write: runs.csv holds part of the header and no newline
+    exp = small_experiment()
+    (tmp_path / "quick").mkdir()
+    (tmp_path / "quick" / "runs.csv").write_text("task_id,experim")
+    summary, _ = quiet_run(exp, tmp_path)
+    assert (summary.ran, summary.done_before) == (3 * 2, 0)
+    runs = runs_of(tmp_path)
+    assert list(runs.columns) == RUN_COLUMNS
+    assert sorted(runs["task_id"]) == sorted(planned_ids(exp))
+
+
+# --------------------------------------------------------------------------- (d) skip / force
+
+
+def test_rerun_skips_finished_and_force_recomputes(tmp_path):
+    exp = replace(experiment(), n_jobs=1)
+    ids = planned_ids(exp)
+    first, _ = quiet_run(exp, tmp_path)
+    assert (first.total, first.ran, first.done_before) == (8, 8, 0)
+    content = (tmp_path / "quick" / "runs.csv").read_bytes()
+
+    second, messages = quiet_run(exp, tmp_path)
+    assert (second.total, second.ran, second.done_before, second.failed) == (8, 0, 8, 0)
+    assert (tmp_path / "quick" / "runs.csv").read_bytes() == content
+    assert any("8 of 8 tasks already" in m for m in messages)
+
+    forced, _ = quiet_run(exp, tmp_path, force=True)
+    assert (forced.ran, forced.done_before) == (8, 0)
+    runs = runs_of(tmp_path)
+    assert len(runs) == 8 and sorted(runs["task_id"]) == sorted(ids)
+    pd.testing.assert_frame_equal(comparable(runs),
+                                  comparable(pd.read_csv(pd.io.common.BytesIO(content),
+                                                         dtype={"task_id": str})),
+                                  check_exact=True)
+
+
+def test_changed_setting_is_a_new_task(tmp_path):
+    exp = small_experiment()
+    quiet_run(exp, tmp_path)
+    changed = replace(exp, knn_k=5)
+    summary, _ = quiet_run(changed, tmp_path)
+    assert summary.ran == summary.total == 6  # different knn_k -> different task ids
+    # the old rows no longer belong to the config: moved aside, not mixed into the summary
+    assert len(runs_of(tmp_path)) == 6
+    superseded = pd.read_csv(tmp_path / "quick" / "runs_superseded.csv", dtype={"task_id": str})
+    assert len(superseded) == 6
+    assert set(superseded["task_id"]).isdisjoint(runs_of(tmp_path)["task_id"])
+    assert (superseded["knn_k"] == 3).all() and (runs_of(tmp_path)["knn_k"] == 5).all()
+
+
+# --------------------------------------------------------------------------- (e) failures
+
+
+def test_failing_task_goes_to_errors_csv(tmp_path):
+    exp = replace(experiment(solvers=[
+        {"name": "euclidean"},
+        {"name": "dml_eig", "label": "broken", "params": {"stopping": "bogus", "max_iter": 5}},
+    ]), n_jobs=1)
+    summary, messages = quiet_run(exp, tmp_path)
+    assert (summary.total, summary.ran, summary.failed) == (8, 4, 4)
+    runs = runs_of(tmp_path)
+    assert set(runs["label"]) == {"euclidean"} and len(runs) == 4
+    errors = pd.read_csv(tmp_path / "quick" / "errors.csv", dtype={"task_id": str})
+    assert len(errors) == 4 and set(errors["label"]) == {"broken"}
+    assert set(errors["error_type"]) == {"ValueError"}
+    assert errors["message"].str.contains("stopping must be one of").all()
+    assert sorted(zip(errors["dataset"], errors["split"])) == \
+        [("iris", 0), ("iris", 1), ("wine", 0), ("wine", 1)]
+    assert set(errors["task_id"]).isdisjoint(runs["task_id"])
+    assert sum("FAILED" in m for m in messages) == 4
+    # failed tasks are not finished: the next run retries them (and they fail again)
+    again, _ = quiet_run(exp, tmp_path)
+    assert (again.done_before, again.ran, again.failed) == (4, 0, 4)
+
+
+def test_failing_task_in_parallel(tmp_path):
+    exp = experiment(solvers=[
+        {"name": "euclidean"},
+        {"name": "dml_eig", "label": "broken", "params": {"stopping": "bogus"}},
+    ])
+    summary, _ = quiet_run(replace(exp, n_jobs=2, backend="loky"), tmp_path)
+    assert (summary.ran, summary.failed) == (4, 4)
+
+
+# --------------------------------------------------------------------------- (f) skipped
+
+
+def test_planned_solver_and_unavailable_dataset_are_skipped(tmp_path, monkeypatch):
+    monkeypatch.delenv("DMLBENCH_DATA_MIRROR", raising=False)
+    attempts = []
+
+    def offline(request, *args, **kwargs):
+        attempts.append(getattr(request, "full_url", request))
+        raise urllib.error.URLError("network disabled in this test")
+
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    exp = experiment(datasets=[{"name": "wine"}, {"name": "pima"}],
+                     solvers=[{"name": "euclidean"}, {"name": "lmnn"}],
+                     execution={"n_jobs": 1})
+    summary, messages = quiet_run(exp, tmp_path)
+    assert (summary.total, summary.ran, summary.failed) == (2, 2, 0)  # wine × euclidean × 2
+    skipped = {(d, s): reason for d, s, reason in summary.skipped}
+    assert set(skipped) == {("wine", "lmnn"), ("pima", "euclidean"), ("pima", "lmnn")}
+    assert "not implemented" in skipped[("wine", "lmnn")]
+    assert skipped[("pima", "euclidean")].startswith("data not available")
+    assert skipped[("pima", "lmnn")].startswith("data not available")
+    assert attempts  # the loader tried (and failed) to fetch pima instead of crashing
+    assert any(m.startswith("skipped pima × euclidean: data not available") for m in messages)
+    assert any(m.startswith("skipped wine × lmnn: not implemented") for m in messages)
+    runs = runs_of(tmp_path)
+    assert set(runs["dataset"]) == {"wine"} and set(runs["label"]) == {"euclidean"}
+    assert not (tmp_path / "quick" / "errors.csv").exists()
+
+
+def test_plan_with_check_data():
+    exp = experiment(solvers=[{"name": "euclidean"}, {"name": "itml"}])
+    tasks, skipped = plan(exp, check_data=lambda name: "gone" if name == "iris" else None)
+    assert [(t.dataset.name, t.split, t.solver.name) for t in tasks] == \
+        [("wine", 0, "euclidean"), ("wine", 1, "euclidean")]
+    assert [(d, s) for d, s, _ in skipped] == [("wine", "itml"), ("iris", "euclidean"),
+                                               ("iris", "itml")]
+    assert skipped[1][2] == "gone"
+
+
+def test_per_dataset_n_splits():
+    exp = experiment(datasets=[{"name": "wine", "n_splits": 3}, {"name": "iris"}])
+    tasks, _ = plan(exp, check_data=lambda name: None)
+    # (3 + 2 default splits) × 2 solvers
+    assert len(tasks) == 10 and len({t.task_id for t in tasks}) == 10
+
+
+def test_mirror_dataset_is_planned_and_split(mirror, monkeypatch):
+    monkeypatch.setenv("DMLBENCH_DATA_MIRROR", str(mirror))
+    if not (mirror / "pima").exists():
+        pytest.skip(f"the mirror {mirror} has no pima folder")
+    exp = experiment(datasets=[{"name": "pima"}], solvers=[{"name": "euclidean"}])
+    tasks, skipped = plan(exp, mirror=str(mirror))
+    assert skipped == [] and len(tasks) == 2
+    X_train, y_train, X_test, y_test, c, _, _ = prepare_split(tasks[0])
+    # 500 negatives, 268 positives: ceil(0.7·500) + ceil(0.7·268) = 350 + 188 = 538
+    assert len(y_train) == 538 and len(y_test) == 768 - 538
+    assert c.counts() == {"n_similar": 538 * 3, "n_dissimilar": 538 * 3, "n_triplets": 538 * 9}
+
+
+# --------------------------------------------------------------------------- (g) timing
+
+
+def test_timing_mode_runs_sequentially(tmp_path, monkeypatch):
+    exp = experiment(execution={"n_jobs": 2, "backend": "loky", "timing": True})
+    assert exp.timing and exp.n_jobs == 2
+
+    def no_parallel(*args, **kwargs):
+        raise AssertionError("timing mode must not run tasks in parallel workers")
+
+    # first a normal (parallel) run; its rows are not timing rows
+    quiet_run(replace(exp, timing=False), tmp_path)
+    assert set(runs_of(tmp_path)["timing_mode"]) == {False}
+
+    monkeypatch.setattr(runner, "Parallel", no_parallel)
+    summary, _ = quiet_run(exp, tmp_path)
+    assert (summary.ran, summary.done_before) == (8, 0)  # non-timing rows are recomputed
+    runs = runs_of(tmp_path)
+    assert len(runs) == 8 and runs["task_id"].is_unique
+    assert set(runs["timing_mode"]) == {True} and set(runs["n_jobs"]) == {1}
+    assert (runs["fit_time"] >= 0).all() and (runs["fit_cpu_time"] >= 0).all()
+    again, _ = quiet_run(exp, tmp_path)
+    assert (again.ran, again.done_before) == (0, 8)
