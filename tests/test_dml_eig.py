@@ -1,0 +1,160 @@
+"""DML-eig against an independent SDP solver (cvxpy) and the paper's equations."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from dml_bench.constraints import Constraints
+from dml_bench.solvers import DMLEig
+from dml_bench.solvers.dml_eig import _assemble_iterate
+from dml_bench.solvers.linalg import components_from_psd, top_eigenvector
+
+cp = pytest.importorskip("cvxpy")
+
+
+def tiny_problem(seed, d=4, n=10, n_similar=8, n_dissimilar=15):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    similar = np.array([rng.choice(n, 2, replace=False) for _ in range(n_similar)])
+    dissimilar = np.array([rng.choice(n, 2, replace=False) for _ in range(n_dissimilar)])
+    return X, Constraints(similar, dissimilar, np.zeros((0, 3), dtype=int))
+
+
+def diffs(X, pairs):
+    return X[pairs[:, 0]] - X[pairs[:, 1]]
+
+
+def sdp_optimum(X, c):
+    """Eq. (3) of Ying & Li (2012) as a generic SDP: max t s.t. ⟨X_τ, M⟩ ≥ t, ⟨X_S, M⟩ ≤ 1."""
+    d = X.shape[1]
+    M, t = cp.Variable((d, d), PSD=True), cp.Variable()
+    Dd, Ds = diffs(X, c.dissimilar), diffs(X, c.similar)
+    cons = [cp.sum(cp.multiply(Dd @ M, Dd), axis=1) >= t, cp.trace(Ds.T @ Ds @ M) <= 1]
+    cp.Problem(cp.Maximize(t), cons).solve(solver="CLARABEL")
+    return float(t.value)
+
+
+def fit(X, c, **params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return DMLEig(**params).fit(X, constraints=c)
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_reaches_the_sdp_optimum_of_eq3(seed):
+    X, c = tiny_problem(seed)
+    opt = sdp_optimum(X, c)
+    model = fit(X, c, mu=1e-4, max_iter=100_000, tol=0, ridge=0, scale="unit_mean")
+    Ds = diffs(X, c.similar)
+    assert np.trace(Ds.T @ Ds @ model.metric_) == pytest.approx(1.0, rel=1e-9)  # feasible
+    achieved = np.einsum("ij,jk,ik->i", diffs(X, c.dissimilar), model.metric_,
+                         diffs(X, c.dissimilar)).min()
+    assert achieved == pytest.approx(model.objective_, rel=1e-8)
+    assert achieved <= opt * (1 + 1e-6)  # a feasible point cannot beat the optimum
+    assert (opt - achieved) / opt < 1e-3
+
+
+def test_gap_to_optimum_obeys_theorem7_and_shrinks():
+    X, c = tiny_problem(1)
+    opt = sdp_optimum(X, c)
+    mu = 1e-2
+    model = fit(X, c, mu=mu, max_iter=20_000, tol=0, ridge=0, scale="unit_mean")
+    f_star = opt * model.scale_  # optimum in the solver's internal (scaled, whitened) units
+    f_t = model.trace_["min_distance"]  # f(S_t), t = 1, 2, ...
+    n_d = len(c.dissimilar)
+    # ‖X̃_τ‖ = ‖z̃_τ‖² for the rank-one X̃_τ = z̃_τ z̃_τᵀ; recompute z̃ from the returned metric:
+    # with δ = 0, M = L⁻ᵀ S L⁻¹ and z̃ = √c² L⁻¹(x_i − x_j), so ‖z̃‖² = c² (x_i−x_j)ᵀ X_S⁻¹ (x_i−x_j)
+    Ds, Dd = diffs(X, c.similar), diffs(X, c.dissimilar)
+    norms = model.scale_ * np.einsum("ij,ij->i", Dd @ np.linalg.inv(Ds.T @ Ds), Dd)
+    for t in (10, 100, 1000, 20_000):
+        bound = 2 * mu * np.log(n_d) + 8 * norms.max() ** 2 / (mu * t) + 8 * np.log(n_d) / t
+        assert f_star - f_t[t - 1] <= bound
+        assert f_t[t - 1] <= f_star * (1 + 1e-6)
+    assert f_star - f_t[-1] < f_star - f_t[99] < f_star - f_t[9]
+    assert f_star - f_t[-1] <= 2 * mu * np.log(n_d) + 1e-3 * f_star
+
+
+def test_metric_is_psd_and_consistent_with_transform():
+    X, c = tiny_problem(3, d=6, n=20, n_similar=20, n_dissimilar=30)
+    model = fit(X, c, max_iter=300)
+    assert np.linalg.eigvalsh(model.metric_).min() >= -1e-10 * np.abs(model.metric_).max()
+    np.testing.assert_allclose(model.components_.T @ model.components_, model.metric_, atol=1e-12)
+    Dd = diffs(X, c.dissimilar)
+    np.testing.assert_allclose(model.pair_distances(X, c.dissimilar),
+                               np.einsum("ij,jk,ik->i", Dd, model.metric_, Dd), rtol=1e-9)
+    # the ridge enters the normalisation: ⟨X_S + δI, M⟩ = tr(S) = 1 with δ = ridge·tr(X_S)/d
+    XS = diffs(X, c.similar).T @ diffs(X, c.similar)
+    delta = 1e-2 * np.trace(XS) / X.shape[1]
+    assert np.trace((XS + delta * np.eye(X.shape[1])) @ model.metric_) == pytest.approx(1.0)
+
+
+def test_assemble_iterate_matches_the_frank_wolfe_recursion():
+    rng = np.random.default_rng(0)
+    d, t = 5, 7
+    V = rng.normal(size=(t, d))
+    V /= np.linalg.norm(V, axis=1, keepdims=True)
+    alphas = 2.0 / (np.arange(1, t + 1) + 1)
+    S = np.eye(d) / d
+    for v, a in zip(V, alphas):
+        S = (1 - a) * S + a * np.outer(v, v)
+    np.testing.assert_allclose(_assemble_iterate(V, alphas, d), S, atol=1e-14)
+    assert np.trace(S) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("n,d", [(30, 10), (20, 100), (500, 100)])
+def test_top_eigenvector_all_paths_match_dense_eigh(n, d):
+    rng = np.random.default_rng(n + d)
+    D, w = rng.normal(size=(n, d)), rng.random(n)
+    expected = np.linalg.eigh((D * w[:, None]).T @ D)[1][:, -1]
+    v = top_eigenvector(D, w, v0=rng.normal(size=d))
+    assert abs(v @ expected) == pytest.approx(1.0, abs=1e-8)
+
+
+def test_components_from_psd_reconstructs():
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(4, 2))
+    R = rng.normal(size=(4, 4))
+    L = components_from_psd(A @ A.T, right=R)
+    np.testing.assert_allclose(L.T @ L, R.T @ A @ A.T @ R, atol=1e-10)
+
+
+def test_stopping_rules_and_convergence_warning():
+    X, c = tiny_problem(4, d=5, n=30, n_similar=30, n_dissimilar=30)
+    with pytest.warns(ConvergenceWarning):
+        capped = DMLEig(max_iter=5, tol=0).fit(X, constraints=c)
+    assert capped.n_iter_ == 5 and not capped.converged_
+    loose = fit(X, c, tol=0.5, max_iter=1000)
+    assert loose.converged_ and loose.n_iter_ < 1000
+    assert loose.trace_["gap"][-1] <= 0.5 * abs(loose.trace_["objective"][-1])
+    literal = fit(X, c, stopping="objective", tol=1e-3, max_iter=1000)
+    f = literal.trace_["objective"]
+    assert literal.converged_ and literal.n_iter_ < 1000
+    assert np.all(np.abs(np.diff(f)) >= 1e-3)  # it stopped at the first small change
+
+
+def test_gap_is_a_certificate_of_the_smoothed_problem():
+    """FW gap ≥ max f_μ − f_μ(S_t): later smoothed values never exceed f_μ(S_t) + gap_t."""
+    X, c = tiny_problem(5)
+    model = fit(X, c, mu=1e-2, max_iter=3000, tol=0, scale="unit_mean")
+    f, gap = model.trace_["objective"], model.trace_["gap"]
+    assert np.all(gap >= -1e-12)
+    assert f.max() <= np.min(f + gap) + 1e-12
+
+
+def test_bad_parameters_are_refused():
+    X, c = tiny_problem(0)
+    for params in ({"stopping": "bogus"}, {"scale": "x"}, {"mu": 0}, {"ridge_mode": "x"}):
+        with pytest.raises(ValueError):
+            DMLEig(**params).fit(X, constraints=c)
+
+
+def test_fit_from_labels_builds_knn_constraints():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, 1, (20, 3)), rng.normal(3, 1, (20, 3))])
+    y = np.repeat([0, 1], 20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = DMLEig(max_iter=50).fit(X, y)
+    assert model.metric_.shape == (3, 3) and model.transform(X).shape == (40, 3)
