@@ -5,6 +5,8 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -24,8 +26,6 @@ def _load(config_path: str, **overrides):
         exp = load_config(config_path)
     except ConfigError as exc:
         _fail(str(exc))
-    from dataclasses import replace
-
     return replace(exp, **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -77,8 +77,10 @@ def run(obj, config, n_jobs, backend, scheduler, timing, force, results_dir):
     exp = _load(config, n_jobs=n_jobs, backend=backend, scheduler=scheduler, timing=timing)
 
     def progress(total):
-        return click.progressbar(length=total, label=f"{exp.name}: tasks", show_eta=True,
-                                 show_pos=True, file=sys.stderr)
+        if sys.stderr.isatty():
+            return click.progressbar(length=total, label=f"{exp.name}: tasks", show_eta=True,
+                                     show_pos=True, file=sys.stderr)
+        return _LogProgress(exp.name, total)
 
     summary = run_experiment(exp, results_dir, mirror=obj["mirror"], cache_dir=obj["cache_dir"],
                              force=force, progress=progress, echo=lambda m: click.echo(m, err=True))
@@ -116,15 +118,24 @@ def report(results_dirs, readme):
 
 @main.command()
 @click.argument("results_dir", type=click.Path(file_okay=False, exists=True))
-@click.option("--baseline", required=True, type=click.Path(dir_okay=False, exists=True),
+@click.option("--baseline", required=True, type=click.Path(dir_okay=False),
               help="Baseline CSV (summary.csv format).")
-def check(results_dir, baseline):
+@click.option("--update", is_flag=True,
+              help="Write BASELINE from RESULTS_DIR instead of checking (after a deliberate change).")
+def check(results_dir, baseline, update):
     """Fail (exit 1) when a mean error is worse than BASELINE by more than its tolerance.
 
-    The tolerance of each (dataset, solver) cell is two standard errors of the difference of the
-    means (from the split-to-split std), at least one misclassified test point on one split.
+    The tolerance of each (dataset, solver) cell is two standard errors of the baseline mean (from
+    its split-to-split std; both runs use the same splits), at least one misclassified test point
+    on one split.
     """
-    from .check import check_against_baseline
+    from .check import check_against_baseline, write_baseline
+
+    if update:
+        click.echo(f"baseline written: {write_baseline(Path(results_dir), Path(baseline))}")
+        return
+    if not Path(baseline).is_file():
+        _fail(f"baseline {baseline} does not exist (create it with --update)")
 
     ok, table = check_against_baseline(Path(results_dir), Path(baseline))
     click.echo(table.to_string(index=False))
@@ -162,7 +173,7 @@ def datasets(obj):
 @click.pass_obj
 def fetch(obj, names):
     """Download (or copy from the mirror) and verify datasets NAMES into the cache."""
-    from .datasets import DataIntegrityError, DataNotAvailable, fetch_dataset
+    from .datasets import DataIntegrityError, DataNotAvailable, dataset_status, fetch_dataset
     from .registry import UnknownNameError
 
     for name in names:
@@ -170,7 +181,8 @@ def fetch(obj, names):
             path = fetch_dataset(name, mirror=obj["mirror"], cache_dir=obj["cache_dir"])
         except (UnknownNameError, DataNotAvailable, DataIntegrityError) as exc:
             _fail(str(exc), code=1)
-        click.echo(f"{name}: {'bundled with scikit-learn' if path is None else path}")
+        where = path or f"nothing to fetch ({dataset_status(name)})"
+        click.echo(f"{name}: {where}")
 
 
 @main.command()
@@ -187,6 +199,29 @@ def solvers():
         click.echo(f"    {', '.join(params) or '(no parameters)'}")
     for name, reason in PLANNED.items():
         click.echo(f"{name} — {reason}")
+
+
+class _LogProgress:
+    """Progress for logs (no terminal): a line at every tenth of the tasks, with an ETA."""
+
+    def __init__(self, name: str, total: int):
+        self.name, self.total, self.done = name, total, 0
+
+    def __enter__(self):
+        self.start = time.monotonic()
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, n: int):
+        step = max(1, self.total // 10)
+        before, self.done = self.done, self.done + n
+        if self.done // step > before // step or self.done == self.total:
+            elapsed = time.monotonic() - self.start
+            eta = elapsed / self.done * (self.total - self.done)
+            click.echo(f"{self.name}: {self.done}/{self.total} tasks, {elapsed:.0f} s elapsed, "
+                       f"ETA {eta:.0f} s", err=True)
 
 
 def _print_table(header, rows):

@@ -192,11 +192,15 @@ def compare_with_paper(
         ours − paper; for ``quantity == "error"`` ``match`` follows :func:`is_match` and
         ``ratio`` is empty, for time tables ``match`` is empty and ``ratio`` is ours / paper.
         ``status`` is ``match`` / ``mismatch`` (error), ``compared`` (time) or ``not run``.
-        Cells we ran that the paper lacks are left out.
+        Cells we ran that the paper lacks are left out, and so are paper rows of datasets that
+        are not in the experiment (``config``'s datasets, else the summary's).
     """
     keyed = summary.assign(**_paper_keys(summary, table, config))
+    in_experiment = set(keyed["row_key"]) | {d["name"] for d in (config or {}).get("datasets") or []}
     records = []
     for row, col, mean, std in table.cells():
+        if row not in in_experiment:
+            continue
         hits = keyed[(keyed["row_key"] == row) & (keyed["col_key"] == col)]
         base = {"table": table.key, "quantity": table.quantity, "dataset": row, "solver": col,
                 "paper_mean": mean, "paper_std": std, "note": table.note_for(row, col)}

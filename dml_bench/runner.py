@@ -197,6 +197,20 @@ def run_task(task: Task, blas_threads: int = BLAS_THREADS, n_jobs: int = 1,
     }
 
 
+def _group_skipped(skipped: list, datasets: list[str]) -> dict[str, list[str]]:
+    """Skipped (dataset, solver) cells per reason; a solver skipped on every dataset is named once."""
+    by_reason: dict[str, list[tuple[str, str]]] = {}
+    for dataset, solver, reason in skipped:
+        by_reason.setdefault(reason, []).append((dataset, solver))
+    grouped = {}
+    for reason, cells in by_reason.items():
+        solvers = dict.fromkeys(s for _, s in cells)
+        everywhere = [s for s in solvers if sum(c[1] == s for c in cells) == len(datasets)]
+        grouped[reason] = [f"{s} (all datasets)" for s in everywhere] + [
+            f"{d} × {s}" for d, s in cells if s not in everywhere]
+    return grouped
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -228,8 +242,8 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
     store.dir.mkdir(parents=True, exist_ok=True)
     (store.dir / "config.yaml").write_text(yaml.safe_dump(exp.to_dict(), sort_keys=False))
     tasks, skipped = plan(exp, mirror, cache_dir)
-    for dataset, solver, reason in skipped:
-        echo(f"skipped {dataset} × {solver}: {reason}")
+    for reason, cells in _group_skipped(skipped, [d.label for d in exp.datasets]).items():
+        echo(f"skipped {', '.join(cells)}: {reason}")
     stale = store.finished() - {t.task_id for t in all_tasks(exp, mirror, cache_dir)}
     if stale:
         store.archive(stale)

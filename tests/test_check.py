@@ -79,9 +79,31 @@ def test_zero_spread_uses_one_point_floor(tmp_path, baseline):
 
 
 def test_tolerance_formula_by_hand():
-    # two standard errors of the difference: 2 * sqrt(2² / 3 + 1² / 4) ≈ 2.5166 > floor 0.5
-    assert tolerance(2.0, 3, 1.0, 4, 50) == pytest.approx(2 * math.sqrt(4 / 3 + 1 / 4))
+    # two standard errors of the baseline mean (paired splits): 2 * 2 / sqrt(3) ≈ 2.309 > 0.5
+    assert tolerance(2.0, 3, 4, 50) == pytest.approx(2 * 2 / math.sqrt(3))
     # single splits (NaN std counts as 0): the floor, one test point of 200 on one split
-    assert tolerance(float("nan"), 1, float("nan"), 1, 200) == pytest.approx(0.5)
-    # floor wins over a tiny spread: 100 / (40 * 10) = 0.25 > 2 * sqrt(0.1² / 10 * 2)
-    assert tolerance(0.1, 10, 0.1, 10, 40) == pytest.approx(0.25)
+    assert tolerance(float("nan"), 1, 1, 200) == pytest.approx(0.5)
+    # floor wins over a tiny spread: 100 / (40 * 10) = 0.25 > 2 * 0.1 / sqrt(10)
+    assert tolerance(0.1, 10, 10, 40) == pytest.approx(0.25)
+
+
+def test_identity_solver_fails_the_committed_quickstart_baseline(tmp_path, monkeypatch):
+    """A deliberate regression — DML-eig returning the identity — must fail CI's guard."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from dml_bench.config import load_config
+    from dml_bench.runner import run_experiment
+    from dml_bench.solvers import SOLVERS, Euclidean
+
+    repo = Path(__file__).resolve().parents[1]
+    exp = replace(load_config(repo / "configs" / "quickstart.yaml"), n_jobs=1)  # in-process
+    monkeypatch.setitem(SOLVERS._items, "dml_eig", type("IdentityDMLEig", (Euclidean,), {
+        "__init__": lambda self, **params: None, "get_params": lambda self, deep=True: {}}))
+    run_experiment(exp, tmp_path, echo=lambda m: None)
+    ok, table = check_against_baseline(tmp_path / "quickstart",
+                                       repo / "results" / "baselines" / "quickstart.csv")
+    assert not ok
+    worse = table[table["status"] == "worse"]
+    assert ("wine", "dml_eig") in set(zip(worse["dataset"], worse["label"]))
+    assert set(worse["label"]) == {"dml_eig"}  # the Euclidean cells are untouched

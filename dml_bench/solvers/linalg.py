@@ -27,15 +27,20 @@ def weighted_outer_sum(D: np.ndarray, w: np.ndarray | None = None) -> np.ndarray
 
 
 def top_eigenvector(D: np.ndarray, w: np.ndarray, v0: np.ndarray | None = None) -> np.ndarray:
-    """Unit eigenvector of the largest eigenvalue of ``G = Dᵀ diag(w) D`` (``w ≥ 0``).
+    """Unit eigenvector of the largest (algebraic) eigenvalue of ``G = Dᵀ diag(w) D``.
+
+    ``w`` may be signed: ``C = Σ_τ (a_τ a_τᵀ − b_τ b_τᵀ)`` is ``D = [A; B]`` with ``w = [u; −u]``.
 
     Small ``d`` uses a dense ``eigh`` of G. Otherwise Lanczos (ARPACK ``eigsh``) warm-started at
-    ``v0``: on G formed by one GEMM when there are more rows than ``d / 4``, matrix-free
+    ``v0`` (default: a fixed vector; ARPACK's own random start would depend on its earlier calls
+    in the process, making results depend on task order): on G formed by one GEMM when there are more rows than ``d / 4``, matrix-free
     (``v ↦ Dᵀ(w ⊙ (D v))``, never forming G) when there are fewer.
     """
     n, d = D.shape
     if d <= DENSE_EIGH_MAX_DIM:
         return np.linalg.eigh(weighted_outer_sum(D, w))[1][:, -1]
+    if v0 is None:
+        v0 = np.random.default_rng(0).standard_normal(d)
     if n * 4 < d:
         op = LinearOperator((d, d), matvec=lambda v: D.T @ (w * (D @ v.ravel())), dtype=D.dtype)
     else:
