@@ -21,7 +21,7 @@ reproduce-table4:
 	dmlbench report results/ying2012_table4 --readme README.md
 
 bench:
-	$(PYTHON) benchmarks/bench_dml_eig.py
+	$(PYTHON) benchmarks/bench_solvers.py
 
 clean:
 	rm -rf results/quickstart results/ying2012_table4 .pytest_cache
