@@ -58,6 +58,7 @@ class Experiment:
     paper_table: tuple[str, ...] = ()
     description: str = ""
     train_fraction: float = 0.7
+    validation_fraction: float = 0.0
     n_splits: int = 10
     seed: int = 0
     stratify: bool = True
@@ -77,7 +78,8 @@ class Experiment:
             "paper_table": list(self.paper_table) or None,
             "datasets": [{"name": d.name, "label": d.label, **asdict(d.preprocessing),
                           "n_samples": d.n_samples, "n_splits": d.n_splits} for d in self.datasets],
-            "split": {"train_fraction": self.train_fraction, "n_splits": self.n_splits,
+            "split": {"train_fraction": self.train_fraction,
+                      "validation_fraction": self.validation_fraction, "n_splits": self.n_splits,
                       "seed": self.seed, "stratify": self.stratify},
             "constraints": {"generator": self.generator, "params": dict(self.generator_params)},
             "solvers": [{"name": s.name, "label": s.label, "params": dict(s.params)}
@@ -96,8 +98,8 @@ _TOP = {"name": (str, ...), "description": (str, ""), "paper_table": ((str, list
 _DATASET = {"name": (str, ...), "label": (str, None), "normalize": (str, "zscore"),
             "pca": (int, None), "sqrt": (bool, False), "downscale": (int, None),
             "n_samples": (int, None), "n_splits": (int, None)}
-_SPLIT = {"train_fraction": ((int, float), 0.7), "n_splits": (int, 10), "seed": (int, 0),
-          "stratify": (bool, True)}
+_SPLIT = {"train_fraction": ((int, float), 0.7), "validation_fraction": ((int, float), 0.0),
+          "n_splits": (int, 10), "seed": (int, 0), "stratify": (bool, True)}
 _CONSTRAINTS = {"generator": (str, "knn_triplets"), "params": (dict, {"k": 3})}
 _SOLVER = {"name": (str, ...), "label": (str, None), "params": (dict, {})}
 _EVALUATION = {"knn_k": (int, 3), "tie_break": (str, "nearest")}
@@ -199,6 +201,10 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
     split = r.section(top["split"], _SPLIT, "split")
     r.check(0 < split["train_fraction"] < 1, "split.train_fraction",
             f"must be in (0, 1), got {split['train_fraction']}")
+    r.check(split["validation_fraction"] >= 0
+            and split["train_fraction"] + split["validation_fraction"] < 1 - 1e-9,
+            "split.validation_fraction",
+            f"must be in [0, 1 - train_fraction), got {split['validation_fraction']}")
     r.check(split["n_splits"] >= 1, "split.n_splits", "must be at least 1")
     cons = r.section(top["constraints"], _CONSTRAINTS, "constraints")
     r.name(GENERATORS, cons["generator"], "constraints.generator")
@@ -253,6 +259,7 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
     exp = Experiment(
         name=top["name"], description=top["description"], datasets=tuple(datasets),
         solvers=tuple(solvers), paper_table=paper, train_fraction=float(split["train_fraction"]),
+        validation_fraction=float(split["validation_fraction"]),
         n_splits=split["n_splits"], seed=split["seed"], stratify=split["stratify"],
         generator=cons["generator"], generator_params=dict(cons["params"]),
         knn_k=evaluation["knn_k"], tie_break=evaluation["tie_break"], n_jobs=execution["n_jobs"],

@@ -32,7 +32,7 @@ from .config import DatasetEntry, Experiment, SolverEntry
 from .constraints import GENERATORS
 from .evaluate import knn_error
 from .results import RunStore
-from .splits import derive_seed, subsample_indices, train_test_split_indices
+from .splits import derive_seed, split_indices, subsample_indices
 
 BLAS_THREADS = 1
 
@@ -54,6 +54,7 @@ class Task:
     tie_break: str
     mirror: str | None
     cache_dir: str | None
+    validation_fraction: float = 0.0
 
     @property
     def task_id(self) -> str:
@@ -66,6 +67,7 @@ class Task:
                "solver": {"name": self.solver.name, "label": self.solver.label,
                           "params": self.solver_params()},
                "seed": self.seed, "train_fraction": self.train_fraction,
+               "validation_fraction": self.validation_fraction,
                "stratify": self.stratify, "generator": self.generator,
                "generator_params": self.generator_params, "knn_k": self.knn_k,
                "tie_break": self.tie_break}
@@ -117,7 +119,7 @@ def all_tasks(exp: Experiment, mirror: str | None = None, cache_dir: str | None 
             for split in range(entry.n_splits or exp.n_splits):
                 yield Task(exp.name, entry, split, solver, exp.seed, exp.train_fraction,
                            exp.stratify, exp.generator, tuple(sorted(exp.generator_params.items())),
-                           exp.knn_k, exp.tie_break, mirror, cache_dir)
+                           exp.knn_k, exp.tie_break, mirror, cache_dir, exp.validation_fraction)
 
 
 def _data_problem(name: str, mirror, cache_dir) -> str | None:
@@ -136,13 +138,14 @@ def prepare_split(task: Task):
     Returns ``(X_train, y_train, X_test, y_test, constraints, constraint_time, split_seed)``;
     cached per worker, so every solver of the same (dataset, split) reuses them.
     """
-    return _prepare_split(task.dataset, task.split, task.seed, task.train_fraction, task.stratify,
-                          task.generator, task.generator_params, task.mirror, task.cache_dir)
+    return _prepare_split(task.dataset, task.split, task.seed, task.train_fraction,
+                          task.validation_fraction, task.stratify, task.generator,
+                          task.generator_params, task.mirror, task.cache_dir)
 
 
 @functools.lru_cache(maxsize=4)
-def _prepare_split(entry, split, seed, train_fraction, stratify, generator, generator_params,
-                   mirror, cache_dir):
+def _prepare_split(entry, split, seed, train_fraction, validation_fraction, stratify, generator,
+                   generator_params, mirror, cache_dir):
     from .datasets import load_dataset
 
     X, y, meta = load_dataset(entry.name, mirror=mirror, cache_dir=cache_dir)
@@ -150,7 +153,8 @@ def _prepare_split(entry, split, seed, train_fraction, stratify, generator, gene
         keep = subsample_indices(y, entry.n_samples, derive_seed(seed, entry.name + ":subset", 0))
         X, y = X[keep], y[keep]
     split_seed = derive_seed(seed, entry.name, split)
-    train, test = train_test_split_indices(y, train_fraction, split_seed, stratify)
+    # the validation part (if any) is held out of both: parameter choice will use it
+    train, _, test = split_indices(y, train_fraction, split_seed, stratify, validation_fraction)
     X_train, X_test = entry.preprocessing.apply(X[train], X[test], meta.get("image_shape"))
     t0 = time.perf_counter()
     constraints = GENERATORS[generator](X_train, y[train], **dict(generator_params))

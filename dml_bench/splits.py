@@ -27,7 +27,16 @@ def derive_seed(experiment_seed: int, dataset: str, split: int) -> int:
 def train_test_split_indices(
     y: np.ndarray, train_fraction: float, seed: int, stratify: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Indices of a random train/test split.
+    """Indices of a random train/test split (:func:`split_indices` without a validation part)."""
+    train, _, test = split_indices(y, train_fraction, seed, stratify)
+    return train, test
+
+
+def split_indices(
+    y: np.ndarray, train_fraction: float, seed: int, stratify: bool = True,
+    validation_fraction: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Indices of a random train/validation/test split.
 
     Parameters
     ----------
@@ -39,23 +48,33 @@ def train_test_split_indices(
         Seed of the permutation.
     stratify : bool
         Split each class separately (``ceil(train_fraction * n_c)`` training points per class).
+    validation_fraction : float in [0, 1 − train_fraction)
+        Fraction held out for parameter choice (Shen et al.'s 70/15/15 protocol), rounded up,
+        drawn after the training part; the test part is the rest. With 0 the training part is
+        the same as without a validation part.
 
     Returns
     -------
-    train, test : ndarray of int
+    train, validation, test : ndarray of int
         Sorted, disjoint indices covering ``range(n)``.
     """
     if not 0.0 < train_fraction < 1.0:
         raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
+    if not (validation_fraction >= 0 and train_fraction + validation_fraction < 1 - 1e-9):
+        raise ValueError(f"validation_fraction must be in [0, 1 - train_fraction), "
+                         f"got {validation_fraction}")
     rng = np.random.default_rng(seed)
     groups = [np.flatnonzero(y == c) for c in np.unique(y)] if stratify else [np.arange(len(y))]
-    train = []
+    train, validation = [], []
     for idx in groups:
         n_train = math.ceil(train_fraction * len(idx) - 1e-9)
-        train.append(rng.permutation(idx)[:n_train])
-    train = np.sort(np.concatenate(train))
-    test = np.setdiff1d(np.arange(len(y)), train)
-    return train, test
+        n_val = math.ceil(validation_fraction * len(idx) - 1e-9)
+        order = rng.permutation(idx)
+        train.append(order[:n_train])
+        validation.append(order[n_train:n_train + n_val])
+    train, validation = np.sort(np.concatenate(train)), np.sort(np.concatenate(validation))
+    test = np.setdiff1d(np.arange(len(y)), np.concatenate([train, validation]))
+    return train, validation, test
 
 
 def subsample_indices(y: np.ndarray, n_samples: int, seed: int) -> np.ndarray:

@@ -101,6 +101,8 @@ BAD = [
      ["must be in (0, 1)"]),
     ("train_fraction-1.5", edited(split__train_fraction=1.5), "split.train_fraction",
      ["must be in (0, 1)", "1.5"]),
+    ("validation-too-large", edited(split__validation_fraction=0.3), "split.validation_fraction",
+     ["must be in [0, 1 - train_fraction)", "0.3"]),
     ("n_splits-0", edited(split__n_splits=0), "split.n_splits", ["at least 1"]),
     ("knn_k-0", edited(evaluation__knn_k=0), "evaluation.knn_k", ["at least 1"]),
     ("n_jobs-0", edited(execution__n_jobs=0), "execution.n_jobs", ["-1"]),

@@ -143,3 +143,23 @@ def test_ceil_matches_math():
         y = labels(n_c, 5)
         train, _ = train_test_split_indices(y, 0.7, seed=n_c)
         assert (y[train] == 0).sum() == math.ceil(Fraction(7, 10) * n_c)
+
+
+def test_three_way_split_follows_the_70_15_15_protocol():
+    from dml_bench.splits import split_indices
+
+    y = np.repeat([0, 1, 2], [59, 71, 48])  # wine's classes
+    train, val, test = split_indices(y, 0.7, seed=3, validation_fraction=0.15)
+    # per class: ceil(0.7 n_c) training, ceil(0.15 n_c) validation, the rest test
+    for c, n_c in zip(range(3), (59, 71, 48)):
+        assert np.sum(y[train] == c) == math.ceil(0.7 * n_c)
+        assert np.sum(y[val] == c) == math.ceil(0.15 * n_c)
+    assert (len(train), len(val), len(test)) == (126, 9 + 11 + 8, 178 - 126 - 28)
+    assert len(np.intersect1d(train, val)) == len(np.intersect1d(train, test)) == 0
+    assert len(np.intersect1d(val, test)) == 0
+    # with no validation part the training part is unchanged and validation is empty
+    train0, val0, test0 = split_indices(y, 0.7, seed=3)
+    np.testing.assert_array_equal(train0, train)
+    assert len(val0) == 0 and len(test0) == 178 - 126
+    with pytest.raises(ValueError, match="validation_fraction"):
+        split_indices(y, 0.7, seed=3, validation_fraction=0.3)
