@@ -6,19 +6,31 @@ them and ``dmlbench run`` reports their tasks as skipped with the reason.
 
 from ..registry import Registry
 from .base import MetricLearner
+from .boostmetric import BoostMetric
 from .dml_eig import DMLEig
 from .euclidean import Euclidean
+from .frobmetric import FrobMetric, solve_frobenius_sdp
+from .sdpmetric import SDPMetric
 
 SOLVERS = Registry("solver")
 SOLVERS.register("euclidean", Euclidean)
 SOLVERS.register("dml_eig", DMLEig)
+SOLVERS.register("frobmetric", FrobMetric)
+SOLVERS.register("boostmetric", BoostMetric)
+SOLVERS.register("sdpmetric", SDPMetric)
 
 PLANNED = {
     "xing": "not implemented yet (issue #5: compared methods)",
     "lmnn": "not implemented yet (issue #5: compared methods)",
     "itml": "not implemented yet (issue #5: compared methods)",
-    "boostmetric": "not implemented yet (issue #4: batch seed solvers)",
     "lmnn_eig": "not implemented yet (issue #4: batch seed solvers)",
+    "nca": "not implemented yet (issue #5: compared methods)",
+    "rca": "not implemented yet (issue #5: compared methods)",
+    "lda": "not implemented yet (issue #5: compared methods)",
+    "pca": "not implemented yet (issue #5: compared methods)",
+    "svm": "not implemented yet (issue #5: compared methods)",
+    "ldml": "not implemented yet (issue #5: compared methods)",
 }
 
-__all__ = ["SOLVERS", "PLANNED", "MetricLearner", "DMLEig", "Euclidean"]
+__all__ = ["SOLVERS", "PLANNED", "MetricLearner", "BoostMetric", "DMLEig", "Euclidean", "FrobMetric",
+           "SDPMetric", "solve_frobenius_sdp"]

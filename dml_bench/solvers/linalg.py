@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
 #: below this dimension a dense ``eigh`` beats ARPACK's per-call overhead
@@ -61,3 +62,68 @@ def components_from_psd(S: np.ndarray, right: np.ndarray | None = None) -> np.nd
     lam, U = scipy.linalg.eigh((S + S.T) / 2)
     L = (np.sqrt(np.clip(lam, 0.0, None)) * U).T[::-1]
     return L if right is None else L @ right
+
+
+def weighted_pair_outer_sum(X: np.ndarray, pairs: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``Σ_p w_p (x_a − x_b)(x_a − x_b)ᵀ`` over ``pairs`` (rows ``(a, b)``), ``w`` possibly signed.
+
+    Equals ``weighted_outer_sum(pair_differences(X, pairs), w)``. When there are more pairs than
+    points it is computed as ``X̄ᵀ (L_w X̄)`` with the weighted graph Laplacian
+    ``L_w = Σ_p w_p (e_a − e_b)(e_a − e_b)ᵀ`` (sparse, ≤ 4 entries per pair) and ``X̄`` the centred
+    points (``L_w 1 = 0``, so centring changes nothing but the round-off): one sparse product and
+    one n×d×d GEMM instead of an n_pairs×d×d GEMM (5× fewer flops for ``knn_triplets``' pairs).
+    """
+    pairs = np.asarray(pairs)
+    n = len(X)
+    if len(pairs) <= n:
+        return weighted_outer_sum(pair_differences(X, pairs), w)
+    a, b = pairs[:, 0], pairs[:, 1]
+    L = scipy.sparse.csr_matrix((np.concatenate([w, w, -w, -w]),
+                                 (np.concatenate([a, b, a, b]), np.concatenate([a, b, b, a]))),
+                                shape=(n, n))
+    Xc = X - X.mean(axis=0)
+    return Xc.T @ (L @ Xc)
+
+
+def pair_sq_distances(Z: np.ndarray, pairs: np.ndarray, chunk: int = 2048) -> np.ndarray:
+    """Row-wise ``‖z_a − z_b‖²`` for every pair ``(a, b)`` of rows of ``Z``.
+
+    With ``Z = X F`` (points mapped by a factor of ``M = F Fᵀ``) these are the Mahalanobis
+    distances ``(x_a − x_b)ᵀ M (x_a − x_b)`` at n×d×rank flops for the mapping instead of
+    n_pairs×d×rank. The gathered difference rows are made ``chunk`` pairs at a time, so they stay
+    in cache (≈4× faster than one n_pairs×rank temporary on 30 000 pairs).
+    """
+    pairs = np.asarray(pairs)
+    out = np.empty(len(pairs))
+    for s in range(0, len(pairs), chunk):
+        Y = Z[pairs[s:s + chunk, 0]] - Z[pairs[s:s + chunk, 1]]
+        out[s:s + chunk] = np.einsum("ij,ij->i", Y, Y)
+    return out
+
+
+def triplet_pairs(triplets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct unordered pairs of triplets ``(i, j, k)`` and each triplet's two pairs among them.
+
+    A triplet's constraint matrix is ``A_r = (x_i − x_k)(x_i − x_k)ᵀ − (x_i − x_j)(x_i − x_j)ᵀ``.
+    The pairs ``{i, j}`` and ``{i, k}`` recur across triplets (``knn_triplets`` uses each target and
+    each impostor pair k times, and mutual neighbours give both orders), so they are reduced to the
+    distinct unordered pairs: ``Σ_r u_r A_r = weighted_pair_outer_sum(X, pairs, w)`` with the
+    signed pair weights ``w = bincount(impostor, u) − bincount(target, u)``, and
+    ``⟨A_r, M⟩ = q[impostor_r] − q[target_r]`` with ``q_p = (x_a − x_b)ᵀ M (x_a − x_b)`` computed
+    row-wise.
+
+    Returns
+    -------
+    pairs : ndarray of shape (n_pairs, 2)
+        Distinct pairs ``(a, b)``, ``a < b``.
+    target : ndarray of shape (n_triplets,)
+        Index into ``pairs`` of ``{i, j}``.
+    impostor : ndarray of shape (n_triplets,)
+        Index into ``pairs`` of ``{i, k}``.
+    """
+    triplets = np.asarray(triplets, dtype=np.int64)
+    m = len(triplets)
+    both = np.sort(np.vstack([triplets[:, [0, 1]], triplets[:, [0, 2]]]), axis=1)
+    base = np.int64(both.max(initial=0) + 1)
+    keys, inverse = np.unique(both[:, 0] * base + both[:, 1], return_inverse=True)
+    return np.column_stack([keys // base, keys % base]), inverse[:m], inverse[m:]

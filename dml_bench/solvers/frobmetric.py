@@ -1,0 +1,413 @@
+"""FrobMetric: Frobenius-regularised large-margin metric learning via its dual (Shen et al. 2014).
+
+§II of the paper. With one triplet ``r = (i, j, k)`` (``x_j`` a target of ``x_i``, ``x_k`` an
+impostor), ``A_r = (x_i − x_k)(x_i − x_k)ᵀ − (x_i − x_j)(x_i − x_j)ᵀ`` and the margin
+``⟨A_r, X⟩ = d_X(i, k) − d_X(i, j)``. The primal (P3) is
+
+    min_{X ⪰ 0, ξ ≥ 0}  ½‖X‖²_F + (C₃/m) Σ_r ξ_r   s.t. ⟨A_r, X⟩ ≥ 1 − ξ_r,
+
+i.e. ``½‖X‖²_F + (C₃/m) Σ_r max(0, 1 − ⟨A_r, X⟩)``. Its Lagrange dual, after the closed-form
+minimisation over the p.s.d. multiplier Z (Eqs. (3)–(4)), is Eq. (5),
+
+    max_{0 ≤ u ≤ C₃/m}  Σ_r u_r − ½‖(Â)₋‖²_F,   Â = −Σ_r u_r A_r,
+
+with gradient ``g_r = 1 + ⟨(Â)₋, A_r⟩`` and the primal recovered by Eq. (6),
+``X* = −(Â)₋ = (Σ_r u_r A_r)₊``. Every evaluation of (5) costs one eigendecomposition of a d×d
+matrix and two GEMMs with the n training points: the triplets' pairs are reduced to the distinct
+unordered pairs with signed weights (``linalg.triplet_pairs``), ``Σ_r u_r A_r = Dᵀ diag(w) D`` is
+formed as ``X̄ᵀ (L_w X̄)`` with the sparse weighted pair Laplacian ``L_w``
+(``linalg.weighted_pair_outer_sum``; n×d×d flops instead of n_pairs×d×d), and all margins come
+row-wise from the points mapped by the factor ``F`` of ``X = F Fᵀ`` (positive eigenpairs):
+``z = Fᵀx``, ``q_p = ‖z_a − z_b‖²``, ``⟨A_r, X⟩ = q_impostor − q_target``. No ``A_r`` is formed.
+
+§III (Eqs. (7)–(10)) generalises the construction to any Frobenius-regularised SDP,
+:func:`solve_frobenius_sdp`.
+
+References
+----------
+C. Shen, J. Kim, F. Liu, L. Wang and A. van den Hengel. Efficient dual approach to distance metric
+learning. IEEE Trans. Neural Netw. Learn. Syst. 25(2):394–406, 2014.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse
+from scipy.optimize import Bounds, minimize
+from sklearn.exceptions import ConvergenceWarning
+
+from .base import MetricLearner
+from .linalg import (components_from_psd, pair_sq_distances, triplet_pairs,
+                     weighted_pair_outer_sum)
+
+STOPPING_RULES = ("gap", "lbfgsb")
+#: ``factr = 1e7`` of the L-BFGS-B Fortran code (its default, "moderate accuracy") as scipy's ftol
+LBFGSB_DEFAULT_FTOL = 1e7 * np.finfo(float).eps
+
+
+class FrobMetric(MetricLearner):
+    """FrobMetric (Shen et al. 2014, (P3) solved through its dual Eq. (5) by L-BFGS-B).
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        C₃ of (P3): the hinge losses are weighted by ``C₃/m`` (m triplets), the dual box is
+        ``0 ≤ u ≤ C₃/m``. The paper cross-validates it (§IV-A) and prints no value; 1 is the
+        default of dlib's FrobMetric implementation. The problem is not scale invariant: scaling
+        the data by s acts like C₃ · s⁴.
+    tol : float, default=1e-5
+        ``stopping="gap"``: relative duality gap ``(P(X_u) − D(u)) / P(X_u)`` to stop at, where
+        ``X_u = (Σ u_r A_r)₊`` (Eq. (6)) is primal feasible with ``ξ_r = max(0, 1 − ⟨A_r, X_u⟩)``,
+        so the gap bounds the primal sub-optimality of the returned metric.
+        ``stopping="lbfgsb"``: L-BFGS-B's ``pgtol`` on the projected gradient of the dual in
+        margin units (see ``trace_["pg_norm"]``).
+    max_iter : int, default=1000
+        Cap on L-BFGS-B iterations (not given in the paper, which reports 20–30 iterations
+        as typical).
+    stopping : {"gap", "lbfgsb"}, default="gap"
+        ``"gap"``: the duality-gap certificate above. ``"lbfgsb"``: L-BFGS-B's own rules, projected
+        gradient ≤ ``tol`` or relative decrease of the dual ≤ ``factr·ε`` with the Fortran
+        default ``factr = 1e7`` — what an off-the-shelf L-BFGS-B call as in the paper does; it
+        can stop with a relative gap of 1e-3 on hard instances.
+    max_corrections : int, default=10
+        L-BFGS-B memory (scipy's default; not stated in the paper).
+
+    Attributes
+    ----------
+    metric_ : ndarray (d, d)
+        ``X* = (Σ_r u_r A_r)₊`` (Eq. (6)).
+    components_ : ndarray (d, d)
+        L with ``metric_ = LᵀL``.
+    dual_coef_ : ndarray (m,)
+        The dual variables u of Eq. (5), in ``[0, C₃/m]``.
+    objective_ : float
+        Primal objective of (P3) at ``metric_``.
+    dual_objective_ : float
+        Dual objective of Eq. (5) at ``dual_coef_``.
+    n_iter_ : int
+        L-BFGS-B iterations.
+    converged_ : bool
+    trace_ : dict of ndarray
+        Per L-BFGS-B iteration: ``objective`` (dual Eq. (5)), ``primal`` ((P3) at ``X_u``),
+        ``gap`` (primal − dual, ≥ 0), ``pg_norm`` (∞-norm of the projected gradient of the dual
+        with u rescaled to ``[0, 1]^m``: the largest violation of the KKT conditions
+        ``u_r = 0 ⇒ ⟨A_r,X⟩ ≥ 1``, ``0 < u_r < C₃/m ⇒ ⟨A_r,X⟩ = 1``, ``u_r = C₃/m ⇒ ⟨A_r,X⟩ ≤ 1``
+        in margin units, capped at 1), ``time`` (seconds since the start of ``fit``).
+
+    Notes
+    -----
+    L-BFGS-B runs on ``v = u·m/C₃ ∈ [0, 1]^m`` and minimises ``−(m/C₃)·(5)``, whose gradient is
+    ``⟨A_r, X_u⟩ − 1``; the iterates are those of the unscaled problem up to L-BFGS-B's
+    scale-dependent first step, and the tolerances get margin units. The start is ``u = 0``.
+
+    References
+    ----------
+    C. Shen, J. Kim, F. Liu, L. Wang and A. van den Hengel. Efficient dual approach to distance
+    metric learning. IEEE Trans. Neural Netw. Learn. Syst. 25(2):394–406, 2014.
+    """
+
+    constraint_kind = "triplets"
+
+    def __init__(self, C=1.0, tol=1e-5, max_iter=1000, stopping="gap", max_corrections=10):
+        self.C = C
+        self.tol = tol
+        self.max_iter = max_iter
+        self.stopping = stopping
+        self.max_corrections = max_corrections
+
+    def _check_params(self):
+        if self.stopping not in STOPPING_RULES:
+            raise ValueError(f"stopping must be one of {STOPPING_RULES}, got {self.stopping!r}")
+        if not (self.C > 0 and self.tol >= 0 and self.max_iter >= 1 and self.max_corrections >= 1):
+            raise ValueError("need C > 0, tol >= 0, max_iter >= 1 and max_corrections >= 1")
+
+    def _fit(self, X, y, constraints):
+        self._check_params()
+        start = time.perf_counter()
+        triplets = np.asarray(constraints.triplets)
+        if triplets.ndim != 2 or triplets.shape[1] != 3 or len(triplets) == 0:
+            raise ValueError("FrobMetric needs a non-empty (m, 3) array of triplets")
+        dual = _TripletDual(X, triplets, float(self.C))
+        m = len(triplets)
+        by_gap = self.stopping == "gap"
+
+        def stop(state):
+            return by_gap and state["gap"] <= self.tol * abs(state["primal"])
+
+        res, trace = _run_lbfgsb(
+            dual, np.zeros(m), Bounds(0.0, 1.0), start=start, stop=stop,
+            max_iter=self.max_iter, max_corrections=self.max_corrections,
+            gtol=0.0 if by_gap else self.tol, ftol=0.0 if by_gap else LBFGSB_DEFAULT_FTOL)
+        final = dual.state(res.x)
+        converged = stop(final) if by_gap else res.status == 0
+        if not converged:
+            warnings.warn(
+                f"FrobMetric did not converge in {res.nit} L-BFGS-B iterations ({res.message}; "
+                f"relative duality gap {final['gap'] / final['primal']:.3g})", ConvergenceWarning)
+        self.metric_ = dual.metric()
+        self.components_ = components_from_psd(self.metric_)
+        self.dual_coef_ = res.x * dual.c
+        self.objective_ = float(final["primal"])
+        self.dual_objective_ = float(final["objective"])
+        self.n_iter_ = int(res.nit)
+        self.converged_ = bool(converged)
+        self.trace_ = trace
+
+
+class _TripletDual:
+    """The dual Eq. (5) of (P3) on ``v = u·m/C₃ ∈ [0, 1]^m``, negated and scaled for minimisation.
+
+    ``f(v) = (m/C₃)·(½‖(Σ u_r A_r)₊‖²_F − Σ u_r)`` and ``∇f(v)_r = ⟨A_r, X_u⟩ − 1`` (= −g_r of the
+    paper), with ``(Â)₋ = −(Σ u_r A_r)₊``. The last evaluation is cached (L-BFGS-B's callback asks
+    for the point it has just evaluated).
+    """
+
+    def __init__(self, X, triplets, C):
+        self.pairs, self.target, self.impostor = triplet_pairs(triplets)
+        self.X = X - X.mean(axis=0)  # differences unchanged; less round-off in X̄ᵀ L X̄ and X̄ F
+        self.m = len(triplets)
+        self.c = C / self.m  # the box bound C₃/m: u = c·v
+        self._v = None
+
+    def pair_weights(self, v):
+        """Signed weights w of the distinct pairs: ``Σ_r u_r A_r = Dᵀ diag(w) D``."""
+        n = len(self.pairs)
+        return self.c * (np.bincount(self.impostor, v, minlength=n)
+                         - np.bincount(self.target, v, minlength=n))
+
+    def _evaluate(self, v):
+        S = weighted_pair_outer_sum(self.X, self.pairs, self.pair_weights(v))  # Σ_r u_r A_r
+        lam, U = scipy.linalg.eigh(S)
+        pos = lam > 0
+        self._lam, self._U = lam[pos], U[:, pos]
+        Z = self.X @ (self._U * np.sqrt(self._lam))  # points mapped by F, X_u = F Fᵀ
+        q = pair_sq_distances(Z, self.pairs)  # (x_a − x_b)ᵀ X_u (x_a − x_b), every distinct pair
+        margin = q[self.impostor] - q[self.target]  # ⟨A_r, X_u⟩
+        sq_norm = float(self._lam @ self._lam)  # ‖X_u‖²_F = ‖(Â)₋‖²_F
+        primal = 0.5 * sq_norm + self.c * np.maximum(0.0, 1.0 - margin).sum()
+        dual = self.c * v.sum() - 0.5 * sq_norm
+        grad = margin - 1.0
+        pg = np.abs(np.clip(v - grad, 0.0, 1.0) - v).max()
+        self._v = v.copy()
+        self._f, self._grad = -dual / self.c, grad
+        self._state = {"objective": dual, "primal": primal, "gap": primal - dual, "pg_norm": pg}
+
+    def __call__(self, v):
+        if self._v is None or not np.array_equal(v, self._v):
+            self._evaluate(v)
+        return self._f, self._grad
+
+    def state(self, v):
+        self(v)
+        return self._state
+
+    def metric(self):
+        """``X_u`` at the last evaluated point."""
+        return (self._U * self._lam) @ self._U.T
+
+
+def _run_lbfgsb(fun, x0, bounds, *, start, stop, max_iter, max_corrections, gtol, ftol):
+    """``scipy.optimize.minimize(method="L-BFGS-B")`` recording ``fun.state`` at every iterate.
+
+    ``stop(state)`` ends the run (StopIteration from the callback). The final iterate is recorded
+    too when L-BFGS-B ends without calling back for it.
+    """
+    keys = [*fun.state(x0), "time"]
+    trace = {k: [] for k in keys}
+    last = {"x": None}
+
+    def record(x):
+        state = fun.state(x)
+        for k in keys[:-1]:
+            trace[k].append(state[k])
+        trace["time"].append(time.perf_counter() - start)
+        last["x"] = x.copy()
+        return state
+
+    def callback(intermediate_result):
+        if stop(record(intermediate_result.x)):
+            raise StopIteration
+
+    res = minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds, callback=callback,
+                   options={"maxiter": max_iter, "maxcor": max_corrections, "gtol": gtol,
+                            "ftol": ftol})
+    if last["x"] is None or not np.array_equal(res.x, last["x"]):
+        record(res.x)
+    return res, {k: np.asarray(v, dtype=float) for k, v in trace.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# §III: general Frobenius-norm regularised SDP
+
+
+@dataclass
+class FrobeniusSDPResult:
+    """Solution of :func:`solve_frobenius_sdp`.
+
+    Attributes
+    ----------
+    X : ndarray (d, d)
+        ``X* = −σ (C + Â)₋`` (after Eq. (10)), p.s.d. by construction.
+    u : ndarray (m,)
+        Dual variables of the constraints (≥ 0 for inequalities, free for equalities).
+    primal_objective : float
+        ``⟨C, X⟩ + ‖X‖²_F / (2σ)`` at ``X``.
+    dual_objective : float
+        Lagrange dual value ``−(σ/2)‖(C + Â)₋‖²_F − bᵀu`` (= −Eq. (10)), a lower bound on the
+        optimum.
+    infeasibility : float
+        ``max(max_i (⟨A_i, X⟩ − b_i)₊ over inequalities, max_i |⟨A_i, X⟩ − b_i| over equalities)``.
+    n_iter : int
+    converged : bool
+        L-BFGS-B's own convergence test passed.
+    message : str
+    trace : dict of ndarray
+        Per iteration: ``objective`` (dual value), ``primal``, ``infeasibility``, ``pg_norm``
+        (∞-norm of the projected gradient of Eq. (10)), ``time``.
+    """
+
+    X: np.ndarray
+    u: np.ndarray
+    primal_objective: float
+    dual_objective: float
+    infeasibility: float
+    n_iter: int
+    converged: bool
+    message: str
+    trace: dict = field(repr=False)
+
+
+def solve_frobenius_sdp(C, A, b, sigma=1.0, *, equality=None, tol=1e-6, ftol=1e-10,
+                        max_iter=1000, max_corrections=10) -> FrobeniusSDPResult:
+    """Frobenius-norm regularised SDP through its dual (Shen et al. 2014, §III, Eqs. (7)–(10)).
+
+    Solves ::
+
+        min_X  ⟨C, X⟩ + ‖X‖²_F / (2σ)   s.t.  X ⪰ 0,  ⟨A_i, X⟩ ≤ b_i  (= b_i where ``equality[i]``)
+
+    by minimising the dual Eq. (10), ``(σ/2)‖(C + Â)₋‖²_F + bᵀu`` with ``Â = Σ_i u_i A_i``, over
+    ``u ≥ 0`` (free for equality constraints: their multipliers have no sign) with L-BFGS-B,
+    gradient ``σ⟨(C + Â)₋, A_i⟩ + b_i = b_i − ⟨A_i, X_u⟩``, and recovering ``X* = −σ(C + Â*)₋``
+    (Eq. (8) with Z from Eq. (9)). One eigendecomposition of a d×d matrix per evaluation.
+
+    The paper states only inequalities; equalities (e.g. MVU's centring ``1ᵀX1 = 0``, or MVU's
+    distance constraints in their original equality form) are the same derivation with free
+    multipliers. For MVU, ``max Tr X − ‖X‖²_F/(2σ)`` is ``C = −I``.
+
+    Parameters
+    ----------
+    C : array-like or sparse matrix (d, d)
+    A : ndarray (m, d, d), sequence of m (d, d) arrays or sparse matrices, or a sparse / dense
+        matrix (m, d²) whose row i is ``A_i`` flattened (row-major). Sparse input stays sparse
+        (MVU's distance constraints ``(e_a − e_b)(e_a − e_b)ᵀ`` have 4 non-zeros each): the
+        evaluation then costs two sparse mat-vecs besides the eigendecomposition. Only the
+        symmetric parts of ``C`` and ``A_i`` matter (X is symmetric).
+    b : array-like (m,)
+    sigma : float, default=1.0
+        σ > 0; the paper's MVU experiments use 10² to 10¹⁰ (§IV-B).
+    equality : array-like of bool (m,), optional
+        Which constraints are equalities (default: none, the paper's form).
+    tol : float, default=1e-6
+        L-BFGS-B's ``pgtol``: ∞-norm of the projected gradient of Eq. (10) (constraint residual
+        units: ``b_i − ⟨A_i, X_u⟩``).
+    ftol : float, default=1e-10
+        L-BFGS-B's relative-decrease test on Eq. (10).
+    max_iter : int, default=1000
+    max_corrections : int, default=10
+
+    Returns
+    -------
+    FrobeniusSDPResult
+    """
+    start = time.perf_counter()
+    if not sigma > 0:
+        raise ValueError(f"sigma must be positive, got {sigma!r}")
+    C = C.toarray() if scipy.sparse.issparse(C) else np.asarray(C, dtype=float)
+    d = C.shape[0]
+    if C.shape != (d, d):
+        raise ValueError(f"C must be square, got shape {C.shape}")
+    A = _stack_constraints(A, d)
+    b = np.asarray(b, dtype=float).reshape(-1)
+    if A.shape[0] != len(b):
+        raise ValueError(f"{A.shape[0]} constraint matrices but {len(b)} right-hand sides")
+    eq = np.zeros(len(b), bool) if equality is None else np.asarray(equality, bool).reshape(-1)
+    if len(eq) != len(b):
+        raise ValueError(f"equality has {len(eq)} entries for {len(b)} constraints")
+    dual = _SDPDual((C + C.T) / 2, A, b, float(sigma), eq)
+    lower = np.where(eq, -np.inf, 0.0)
+    res, trace = _run_lbfgsb(
+        dual, np.zeros(len(b)), Bounds(lower, np.inf), start=start, stop=lambda state: False,
+        max_iter=max_iter, max_corrections=max_corrections, gtol=tol, ftol=ftol)
+    final = dual.state(res.x)
+    converged = res.status == 0
+    if not converged:
+        warnings.warn(f"solve_frobenius_sdp did not converge in {res.nit} L-BFGS-B iterations "
+                      f"({res.message})", ConvergenceWarning)
+    return FrobeniusSDPResult(
+        X=dual.metric(), u=res.x.copy(), primal_objective=float(final["primal"]),
+        dual_objective=float(final["objective"]), infeasibility=float(final["infeasibility"]),
+        n_iter=int(res.nit), converged=bool(converged), message=str(res.message), trace=trace)
+
+
+def _stack_constraints(A, d):
+    """The m constraint matrices as one (m, d²) matrix (CSR when any input is sparse)."""
+    if scipy.sparse.issparse(A):
+        out = scipy.sparse.csr_matrix(A)
+    elif isinstance(A, np.ndarray) and A.ndim in (2, 3):
+        out = A.reshape(len(A), -1).astype(float)
+    else:
+        mats = list(A)
+        if any(scipy.sparse.issparse(Ai) for Ai in mats):
+            out = scipy.sparse.vstack(
+                [scipy.sparse.csr_matrix(Ai).reshape(1, d * d) for Ai in mats], format="csr")
+        else:
+            out = np.asarray(mats, dtype=float).reshape(len(mats), -1)
+    if out.shape[1] != d * d:
+        raise ValueError(f"constraint matrices must be {d}×{d} (rows of length {d * d}), "
+                         f"got rows of length {out.shape[1]}")
+    return out
+
+
+class _SDPDual:
+    """Eq. (10) and its gradient; ``X_u = −σ(C + Â)₋``, cached at the last evaluated point."""
+
+    def __init__(self, C, A, b, sigma, eq):
+        self.C, self.A, self.b, self.sigma, self.eq = C, A, b, sigma, eq
+        self.lower = np.where(eq, -np.inf, 0.0)
+        self._u = None
+
+    def _evaluate(self, u):
+        d = self.C.shape[0]
+        A_hat = np.asarray(self.A.T @ u).reshape(d, d)
+        lam, U = scipy.linalg.eigh(self.C + (A_hat + A_hat.T) / 2)
+        neg = lam < 0
+        self._lam, self._U = -self.sigma * lam[neg], U[:, neg]  # X_u = U diag(σ|λ₋|) Uᵀ
+        X = self.metric()
+        residual = self.b - np.asarray(self.A @ X.reshape(-1)).reshape(-1)  # b_i − ⟨A_i, X_u⟩
+        sq_norm_neg = float(lam[neg] @ lam[neg])  # ‖(C + Â)₋‖²_F
+        f = 0.5 * self.sigma * sq_norm_neg + float(self.b @ u)
+        violation = np.where(self.eq, np.abs(residual), np.maximum(0.0, -residual))
+        primal = float(np.sum(self.C * X)) + float(self._lam @ self._lam) / (2 * self.sigma)
+        pg = np.abs(np.maximum(u - residual, self.lower) - u)
+        self._u = u.copy()
+        self._f, self._grad = f, residual
+        self._state = {"objective": -f, "primal": primal,
+                       "infeasibility": float(violation.max(initial=0.0)),
+                       "pg_norm": float(pg.max(initial=0.0))}
+
+    def __call__(self, u):
+        if self._u is None or not np.array_equal(u, self._u):
+            self._evaluate(u)
+        return self._f, self._grad
+
+    def state(self, u):
+        self(u)
+        return self._state
+
+    def metric(self):
+        return (self._U * self._lam) @ self._U.T
