@@ -10,6 +10,7 @@ from .boostmetric import BoostMetric
 from .dml_eig import DMLEig
 from .euclidean import Euclidean
 from .frobmetric import FrobMetric, solve_frobenius_sdp
+from .lmnn_eig import LMNNEig
 from .sdpmetric import SDPMetric
 
 SOLVERS = Registry("solver")
@@ -17,13 +18,13 @@ SOLVERS.register("euclidean", Euclidean)
 SOLVERS.register("dml_eig", DMLEig)
 SOLVERS.register("frobmetric", FrobMetric)
 SOLVERS.register("boostmetric", BoostMetric)
+SOLVERS.register("lmnn_eig", LMNNEig)
 SOLVERS.register("sdpmetric", SDPMetric)
 
 PLANNED = {
     "xing": "not implemented yet (issue #5: compared methods)",
     "lmnn": "not implemented yet (issue #5: compared methods)",
     "itml": "not implemented yet (issue #5: compared methods)",
-    "lmnn_eig": "not implemented yet (issue #4: batch seed solvers)",
     "nca": "not implemented yet (issue #5: compared methods)",
     "rca": "not implemented yet (issue #5: compared methods)",
     "lda": "not implemented yet (issue #5: compared methods)",
@@ -33,4 +34,4 @@ PLANNED = {
 }
 
 __all__ = ["SOLVERS", "PLANNED", "MetricLearner", "BoostMetric", "DMLEig", "Euclidean", "FrobMetric",
-           "SDPMetric", "solve_frobenius_sdp"]
+           "LMNNEig", "SDPMetric", "solve_frobenius_sdp"]

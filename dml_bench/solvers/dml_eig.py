@@ -112,26 +112,11 @@ class DMLEig(MetricLearner):
         if not (self.mu > 0 and self.tol >= 0 and self.max_iter >= 1 and self.ridge >= 0):
             raise ValueError("need mu > 0, tol >= 0, max_iter >= 1 and ridge >= 0")
 
-    def _whiten(self, X, constraints):
-        """Cholesky factor L of ``X_S + δI`` and the scaled whitened dissimilar differences."""
-        XS = weighted_outer_sum(pair_differences(X, constraints.similar))
-        d = X.shape[1]
-        delta = self.ridge * (np.trace(XS) / d if self.ridge_mode == "relative" else 1.0)
-        try:
-            L = np.linalg.cholesky(XS + delta * np.eye(d))
-        except np.linalg.LinAlgError:
-            raise ValueError(
-                "X_S + ridge·I is singular: increase `ridge` (the similar pairs do not span the "
-                "feature space)") from None
-        Z = scipy.linalg.solve_triangular(L, pair_differences(X, constraints.dissimilar).T,
-                                          lower=True).T
-        c2 = d / np.einsum("ij,ij->", Z, Z) * len(Z) if self.scale == "unit_mean" else 1.0
-        return L, np.ascontiguousarray(Z * np.sqrt(c2)), c2
-
     def _fit(self, X, y, constraints):
         self._check_params()
         start = time.perf_counter()
-        L, Z, c2 = self._whiten(X, constraints)
+        L, Z, c2 = whiten(X, constraints.similar, constraints.dissimilar, self.ridge,
+                          self.ridge_mode, self.scale)
         n_pairs, d = Z.shape
         mu = self.mu
         q = np.einsum("ij,ij->i", Z, Z) / d  # q_τ at S_1 = I/d
@@ -170,6 +155,40 @@ class DMLEig(MetricLearner):
         self.n_iter_ = len(trace["gap"])
         self.converged_ = converged
         self.trace_ = {k: np.asarray(vals) for k, vals in trace.items()}
+
+
+def whiten(X, similar, pairs, ridge, ridge_mode="relative", scale="unit_mean"):
+    """Whitening of the remark after Theorem 1: ``X_S + δI = L Lᵀ`` and ``z̃_p = c L⁻¹(x_a − x_b)``.
+
+    Parameters
+    ----------
+    X : ndarray (n, d)
+    similar, pairs : ndarray (·, 2)
+        The similar pairs defining ``X_S`` and the pairs whose differences are whitened.
+    ridge, ridge_mode : float, {"relative", "absolute"}
+        δ, relative to ``tr(X_S)/d`` or absolute.
+    scale : {"unit_mean", "none"}
+        ``"unit_mean"``: c² makes the mean ``‖z̃_p‖²/d`` equal to 1; ``"none"``: c = 1.
+
+    Returns
+    -------
+    L : ndarray (d, d), lower triangular
+    Z : ndarray (n_pairs, d)
+        The scaled whitened differences, one row per pair.
+    c2 : float
+    """
+    XS = weighted_outer_sum(pair_differences(X, similar))
+    d = X.shape[1]
+    delta = ridge * (np.trace(XS) / d if ridge_mode == "relative" else 1.0)
+    try:
+        L = np.linalg.cholesky(XS + delta * np.eye(d))
+    except np.linalg.LinAlgError:
+        raise ValueError(
+            "X_S + ridge·I is singular: increase `ridge` (the similar pairs do not span the "
+            "feature space)") from None
+    Z = scipy.linalg.solve_triangular(L, pair_differences(X, pairs).T, lower=True).T
+    c2 = d / np.einsum("ij,ij->", Z, Z) * len(Z) if scale == "unit_mean" else 1.0
+    return L, np.ascontiguousarray(Z * np.sqrt(c2)), c2
 
 
 def _assemble_iterate(V: np.ndarray, alphas: np.ndarray, d: int) -> np.ndarray:
