@@ -262,24 +262,3 @@ def test_bad_parameters_are_refused():
     with pytest.raises(ValueError):
         SDPMetric().fit(X, constraints=Constraints(c.similar, c.dissimilar,
                                                    np.zeros((0, 3), dtype=int)))
-
-
-def test_result_does_not_depend_on_earlier_arpack_calls():
-    """d > 64 takes the ARPACK path of top_eigenvector; its random state must not matter."""
-    from scipy.sparse.linalg import eigsh
-
-    rng = np.random.default_rng(0)
-    X = np.vstack([rng.normal(0, 1, (40, 80)), rng.normal(0.5, 1, (40, 80))])
-    y = np.repeat([0, 1], 40)
-    first = _fit_labels(X, y)  # constraints built from the labels: knn_triplets(k=3)
-    for _ in range(5):
-        eigsh(rng.random((90, 90)) + np.eye(90), k=1)
-    np.testing.assert_array_equal(_fit_labels(X, y), first)
-
-
-def _fit_labels(X, y):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model = SDPMetric(max_iter=15, tol=0).fit(X, y)
-    assert model.metric_.shape == (80, 80) and model.transform(X).shape == (80, 80)
-    return model.metric_

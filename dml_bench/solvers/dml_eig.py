@@ -101,16 +101,7 @@ class DMLEig(MetricLearner):
         self.init = init
 
     def _check_params(self):
-        if self.stopping not in STOPPING_RULES:
-            raise ValueError(f"stopping must be one of {STOPPING_RULES}, got {self.stopping!r}")
-        if self.scale not in SCALINGS:
-            raise ValueError(f"scale must be one of {SCALINGS}, got {self.scale!r}")
-        if self.ridge_mode not in ("relative", "absolute"):
-            raise ValueError(f"ridge_mode must be 'relative' or 'absolute', got {self.ridge_mode!r}")
-        if self.init != "identity":
-            raise ValueError(f"init must be 'identity', got {self.init!r}")
-        if not (self.mu > 0 and self.tol >= 0 and self.max_iter >= 1 and self.ridge >= 0):
-            raise ValueError("need mu > 0, tol >= 0, max_iter >= 1 and ridge >= 0")
+        check_frank_wolfe_params(self)
 
     def _fit(self, X, y, constraints):
         self._check_params()
@@ -155,6 +146,20 @@ class DMLEig(MetricLearner):
         self.n_iter_ = len(trace["gap"])
         self.converged_ = converged
         self.trace_ = {k: np.asarray(vals) for k, vals in trace.items()}
+
+
+def check_frank_wolfe_params(est) -> None:
+    """Validate the parameters DML-eig and LMNN-eig share (stopping, scale, ridge, init, μ…)."""
+    if est.stopping not in STOPPING_RULES:
+        raise ValueError(f"stopping must be one of {STOPPING_RULES}, got {est.stopping!r}")
+    if est.scale not in SCALINGS:
+        raise ValueError(f"scale must be one of {SCALINGS}, got {est.scale!r}")
+    if est.ridge_mode not in ("relative", "absolute"):
+        raise ValueError(f"ridge_mode must be 'relative' or 'absolute', got {est.ridge_mode!r}")
+    if est.init != "identity":
+        raise ValueError(f"init must be 'identity', got {est.init!r}")
+    if not (est.mu > 0 and est.tol >= 0 and est.max_iter >= 1 and est.ridge >= 0):
+        raise ValueError("need mu > 0, tol >= 0, max_iter >= 1 and ridge >= 0")
 
 
 def whiten(X, similar, pairs, ridge, ridge_mode="relative", scale="unit_mean"):

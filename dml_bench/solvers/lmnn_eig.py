@@ -41,7 +41,7 @@ import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
 
 from .base import MetricLearner
-from .dml_eig import SCALINGS, STOPPING_RULES, _assemble_iterate, _smoothed_min, whiten
+from .dml_eig import _assemble_iterate, _smoothed_min, check_frank_wolfe_params, whiten
 from .linalg import components_from_psd, top_eigenvector, triplet_pairs
 
 
@@ -141,19 +141,9 @@ class LMNNEig(MetricLearner):
         self.init = init
 
     def _check_params(self):
-        if self.stopping not in STOPPING_RULES:
-            raise ValueError(f"stopping must be one of {STOPPING_RULES}, got {self.stopping!r}")
-        if self.scale not in SCALINGS:
-            raise ValueError(f"scale must be one of {SCALINGS}, got {self.scale!r}")
-        if self.ridge_mode not in ("relative", "absolute"):
-            raise ValueError(
-                f"ridge_mode must be 'relative' or 'absolute', got {self.ridge_mode!r}")
-        if self.init != "identity":
-            raise ValueError(f"init must be 'identity', got {self.init!r}")
+        check_frank_wolfe_params(self)
         if not 0 < self.gamma < 1:
             raise ValueError(f"gamma must be in (0, 1), got {self.gamma!r}")
-        if not (self.mu > 0 and self.tol >= 0 and self.max_iter >= 1 and self.ridge >= 0):
-            raise ValueError("need mu > 0, tol >= 0, max_iter >= 1 and ridge >= 0")
 
     def _whiten(self, X, constraints):
         """L, the whitened (scaled) distinct difference rows, the row of each triplet's a_τ and

@@ -1,0 +1,68 @@
+"""What every registered solver promises, whatever its algorithm.
+
+Estimator conventions (clone-able, fitted attributes ending in ``_``), a PSD metric with
+``M = LᵀL``, ``transform`` consistent with the metric, a per-iteration trace with times, and
+results that do not depend on hidden global state (ARPACK keeps its random start across calls: the
+d = 70 data below takes the Lanczos path of ``linalg.top_eigenvector``).
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.sparse.linalg import eigsh
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+
+from dml_bench.solvers import SOLVERS
+
+QUICK = {"dml_eig": {"max_iter": 20}, "lmnn_eig": {"max_iter": 20},
+         "sdpmetric": {"max_iter": 15, "tol": 0}, "boostmetric": {"max_iter": 15},
+         "frobmetric": {"max_iter": 15}}
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, 1, (40, 70)), rng.normal(0.5, 1, (40, 70))])
+    return X, np.repeat([0, 1], 40)
+
+
+def fit(name, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return SOLVERS[name](**QUICK.get(name, {})).fit(X, y)
+
+
+def test_every_solver_has_quick_settings_here():
+    assert set(SOLVERS) - {"euclidean"} == set(QUICK)
+
+
+@pytest.mark.parametrize("name", sorted(SOLVERS))
+def test_fitted_metric_contract(name, data):
+    X, y = data
+    model = fit(name, X, y)
+    M, L = model.metric_, model.components_
+    assert M.shape == (70, 70) and np.allclose(M, M.T)
+    assert np.linalg.eigvalsh(M).min() >= -1e-9 * max(1.0, np.abs(M).max())
+    np.testing.assert_allclose(L.T @ L, M, atol=1e-10 * max(1.0, np.abs(M).max()))
+    pairs = np.array([[0, 1], [2, 50], [41, 79]])
+    diffs = X[pairs[:, 0]] - X[pairs[:, 1]]
+    np.testing.assert_allclose(model.pair_distances(X, pairs),
+                               np.einsum("ij,jk,ik->i", diffs, M, diffs), rtol=1e-8, atol=1e-12)
+    assert model.constraint_kind in ("none", "pairs", "triplets", "labels")
+    assert isinstance(model.n_iter_, (int, np.integer)) and isinstance(model.trace_, dict)
+    if model.n_iter_:
+        assert len(model.trace_["time"]) == model.n_iter_
+        assert np.all(np.diff(model.trace_["time"]) >= 0)
+    assert clone(model).get_params() == model.get_params()
+
+
+@pytest.mark.parametrize("name", sorted(set(SOLVERS) - {"euclidean"}))
+def test_result_does_not_depend_on_earlier_arpack_calls(name, data):
+    X, y = data
+    first = fit(name, X, y).metric_
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        eigsh(rng.random((90, 90)) + np.eye(90), k=1)
+    np.testing.assert_array_equal(fit(name, X, y).metric_, first)
