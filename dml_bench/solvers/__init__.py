@@ -10,8 +10,10 @@ from .boostmetric import BoostMetric
 from .dml_eig import DMLEig
 from .euclidean import Euclidean
 from .frobmetric import FrobMetric, solve_frobenius_sdp
+from .lmnn import LMNN
 from .lmnn_eig import LMNNEig
 from .sdpmetric import SDPMetric
+from .xing import Xing
 
 SOLVERS = Registry("solver")
 SOLVERS.register("euclidean", Euclidean)
@@ -19,11 +21,11 @@ SOLVERS.register("dml_eig", DMLEig)
 SOLVERS.register("frobmetric", FrobMetric)
 SOLVERS.register("boostmetric", BoostMetric)
 SOLVERS.register("lmnn_eig", LMNNEig)
+SOLVERS.register("xing", Xing)
+SOLVERS.register("lmnn", LMNN)
 SOLVERS.register("sdpmetric", SDPMetric)
 
 PLANNED = {
-    "xing": "not implemented yet (issue #5: compared methods)",
-    "lmnn": "not implemented yet (issue #5: compared methods)",
     "itml": "not implemented yet (issue #5: compared methods)",
     "nca": "not implemented yet (issue #5: compared methods)",
     "rca": "not implemented yet (issue #5: compared methods)",
@@ -34,4 +36,4 @@ PLANNED = {
 }
 
 __all__ = ["SOLVERS", "PLANNED", "MetricLearner", "BoostMetric", "DMLEig", "Euclidean", "FrobMetric",
-           "LMNNEig", "SDPMetric", "solve_frobenius_sdp"]
+           "LMNN", "LMNNEig", "SDPMetric", "Xing", "solve_frobenius_sdp"]

@@ -1,0 +1,370 @@
+"""LMNN: large margin nearest neighbour metric learning (Weinberger, Blitzer & Saul 2005;
+Weinberger & Saul 2009, JMLR).
+
+The loss is Eq. (13) of Weinberger & Saul (2009) (Eq. (4)–(5) of the 2005 paper)::
+
+    ε(L) = (1 − μ) Σ_{j ⇝ i} ‖L(x_i − x_j)‖² + μ Σ_{j ⇝ i} Σ_l (1 − y_il) [1 + ‖L(x_i − x_j)‖² − ‖L(x_i − x_l)‖²]₊
+
+with target neighbours ``j ⇝ i`` fixed in the Euclidean space of the input and impostors ``l`` of
+another class. Written in ``M = LᵀL`` it is the SDP Eq. (14) (convex in M). Its (sub)gradient,
+as in the paper's solver (§5; the G_t of its incremental update), is ``∂ε/∂L = 2 L G`` with
+
+    G = (1 − μ) Σ_{j ⇝ i} C_ij + μ Σ_{(i,j,l) active} (C_ij − C_il),   C_ab = (x_a − x_b)(x_a − x_b)ᵀ,
+
+(active: positive hinge). G is never built from per-triplet matrices: with the signed pair weights
+``w_p = (1 − μ)[p is a target pair] + μ #(active triplets whose target pair is p) −
+μ #(active triplets whose impostor pair is p)`` it is ``Σ_p w_p C_p = weighted_pair_outer_sum``
+(one sparse Laplacian product and one n×d×d GEMM), and all distances are row-wise on ``Z = X Lᵀ``.
+
+As the authors' MATLAB code with ``obj=1`` (the default), the solver descends in L:
+``L ← L − α · 2 L G``; the step α grows by 1.01 after a step that lowered the loss, and a step that
+raised it is rejected and α halved. ``solver="M"`` instead takes projected gradient steps on the
+convex problem, ``M ← Π_{⪰0}(M − α G)`` (one d×d eigendecomposition per iteration; the code's
+``obj=0``).
+
+Impostors: ``impostors="recompute"`` (default) keeps, like the authors' code, an active set of
+candidate impostor pairs ``(i, l)``, ``y_l ≠ y_i``, with ``‖L(x_i − x_l)‖² < max_{j⇝i}
+‖L(x_i − x_j)‖² + 1`` searched among *all* training points (per class, chunked GEMMs) at the start
+and every ``update_every`` iterations with the current L; between searches only the triplets
+``(i, j, l)`` built from the candidates and i's target neighbours enter the loss (exact at each
+search). ``impostors="given"`` uses exactly the provided triplets ``(i, j, k)``.
+
+Target neighbours are the distinct pairs ``(i, j)`` of the triplets' first two columns (with
+``knn_triplets`` each (point, target) pair once: the pull term counts each once, the push term
+each triplet). With ``impostors="recompute"`` only these targets are taken from the constraints.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import scipy.linalg
+from sklearn.exceptions import ConvergenceWarning
+
+from .base import MetricLearner
+from .linalg import components_from_psd, pair_sq_distances, weighted_pair_outer_sum
+
+IMPOSTOR_MODES = ("recompute", "given")
+SOLVERS = ("L", "M")
+
+
+class LMNN(MetricLearner):
+    """Large margin nearest neighbour metric learning (Weinberger & Saul 2009, Eq. (13)/(14)).
+
+    Parameters
+    ----------
+    mu : float, default=0.5
+        Weight μ ∈ (0, 1) of the push term, ``(1 − μ)`` of the pull term (Weinberger & Saul 2009,
+        §3.1 and §6: μ = 0.5 throughout; the code's ``pars.mu``).
+    margin : float, default=1.0
+        The unit margin of the hinge (Eq. (13)); any positive value only rescales L.
+    max_iter : int, default=1000
+        Iteration cap (one step, accepted or rejected, per iteration; Ying & Li's protocol).
+    tol : float, default=1e-7
+        Convergence when the loss changed by less than ``tol · loss`` over each of the last three
+        accepted steps (the authors' code's relative objective threshold).
+    step_size : float or None, default=None
+        Initial step α. The code's 1e-7 is tuned to raw pixel data and is scale dependent, so
+        ``None`` chooses the step whose first update changes L (or M) by 10 % in Frobenius norm,
+        ``α₀ = 0.1 ‖L‖ / ‖∇_L ε‖`` (``0.1 ‖M‖ / ‖G‖`` for ``solver="M"``).
+    step_growth : float, default=1.01
+        Factor of α after an accepted step (the code's ``stepgrowth``); a rejected step halves α.
+    impostors : {"recompute", "given"}, default="recompute"
+        See the module docstring. ``"recompute"`` needs the labels ``y``.
+    update_every : int, default=10
+        Iterations between two impostor searches (``impostors="recompute"``).
+    solver : {"L", "M"}, default="L"
+        ``"L"``: gradient steps in L (non-convex, the code's default). ``"M"``: projected gradient
+        steps in M (the convex SDP Eq. (14)).
+    smoothing : float, default=1e-6
+        ``solver="M"`` only. The hinge is piecewise linear, so monotone gradient steps stall at
+        its kinks (0.1–1 % above the SDP optimum on tiny problems). ``solver="M"`` therefore
+        minimises the Huber-smoothed hinge (quadratic on ``[0, s]``, error ≤ s/2 per triplet),
+        starting at ``s = margin`` and dividing s by 10 whenever the step rule converges, down to
+        ``s = smoothing · margin``. ``objective_`` is always the exact ε.
+    chunk_size : int, default=2**22
+        Number of distances computed at once by the impostor search.
+
+    Attributes
+    ----------
+    metric_ : ndarray (d, d)
+    components_ : ndarray (d, d)
+        L with M = LᵀL.
+    objective_ : float
+        ε at the returned L (over all impostors among the training points with
+        ``impostors="recompute"``, over the given triplets otherwise).
+    n_iter_ : int
+    converged_ : bool
+    n_active_ : int
+        Active (positive-hinge) triplets at the returned L.
+    trace_ : dict of ndarray
+        Per iteration: ``objective`` (ε at the current iterate), ``grad_norm`` (‖∇ε‖_F w.r.t. the
+        optimised variable at the current iterate), ``step`` (α), ``n_active`` and ``time``
+        (seconds since the start of ``fit``).
+
+    Notes
+    -----
+    *No impostors.* When no triplet has a positive hinge at the start (the initial L = I already
+    separates every target neighbour from every impostor by the margin), only the pull term is
+    left; it is minimised by the degenerate L → 0, which LMNN's scale-fixing margin is meant to
+    prevent. The solver then stops at once (``converged_ = True``, ``n_iter_ = 0``) and returns
+    L = I.
+
+    Validation-based early stopping (the code's ``pars.validation``) is not implemented.
+
+    References
+    ----------
+    K. Q. Weinberger, J. Blitzer and L. K. Saul. Distance metric learning for large margin nearest
+    neighbor classification. NIPS 18, 2005.
+    K. Q. Weinberger and L. K. Saul. Distance metric learning for large margin nearest neighbor
+    classification. JMLR 10:207–244, 2009.
+    """
+
+    constraint_kind = "triplets"
+
+    def __init__(self, mu=0.5, margin=1.0, max_iter=1000, tol=1e-7, step_size=None,
+                 step_growth=1.01, impostors="recompute", update_every=10, solver="L",
+                 smoothing=1e-6, chunk_size=2**22):
+        self.mu = mu
+        self.margin = margin
+        self.max_iter = max_iter
+        self.tol = tol
+        self.step_size = step_size
+        self.step_growth = step_growth
+        self.impostors = impostors
+        self.update_every = update_every
+        self.solver = solver
+        self.smoothing = smoothing
+        self.chunk_size = chunk_size
+
+    def _check_params(self):
+        if self.impostors not in IMPOSTOR_MODES:
+            raise ValueError(f"impostors must be one of {IMPOSTOR_MODES}, got {self.impostors!r}")
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        if not 0 < self.mu < 1:
+            raise ValueError(f"mu must lie in (0, 1), got {self.mu!r}")
+        if not (self.margin > 0 and self.max_iter >= 1 and self.tol >= 0
+                and self.step_growth >= 1 and self.update_every >= 1 and self.chunk_size >= 1 and self.smoothing > 0):
+            raise ValueError("need margin > 0, max_iter >= 1, tol >= 0, step_growth >= 1, "
+                             "update_every >= 1, chunk_size >= 1 and smoothing > 0")
+        if self.step_size is not None and not self.step_size > 0:
+            raise ValueError(f"step_size must be positive or None, got {self.step_size!r}")
+
+    def _fit(self, X, y, constraints):
+        self._check_params()
+        start = time.perf_counter()
+        d = X.shape[1]
+        recompute = self.impostors == "recompute"
+        if recompute and y is None:
+            raise ValueError("impostors='recompute' needs the labels y")
+        T = np.asarray(constraints.triplets, dtype=np.intp).reshape(-1, 3)
+        if len(T) == 0:
+            raise ValueError("LMNN needs at least one triplet (target neighbours)")
+        mu = self.mu
+        targets, t_of = np.unique(T[:, :2], axis=0, return_inverse=True)
+        t_of = t_of.ravel()
+        if recompute:
+            order = np.argsort(targets[:, 0], kind="stable")
+            targets, t_of = targets[order], np.argsort(order)[t_of]
+            prob = _Problem(X, targets, mu, self.margin)
+            prob.set_impostors(*_search_impostors(X, y, targets, np.eye(d), self.margin,
+                                                  self.chunk_size))
+        else:
+            imp, i_of = np.unique(T[:, [0, 2]], axis=0, return_inverse=True)
+            prob = _Problem(X, targets, mu, self.margin)
+            prob.set_triplets(imp, t_of, i_of.ravel())
+
+        L = np.eye(d)
+        M = np.eye(d)
+        smooth = self.margin if self.solver == "M" else 0.0
+        smooth_min = self.smoothing * self.margin if self.solver == "M" else 0.0
+        loss, state = prob.loss(L, smooth)
+        trace = {k: [] for k in ("objective", "grad_norm", "step", "n_active", "time")}
+        if state[2].sum() == 0:  # no active triplet: nothing to push, see Notes
+            self._finish(L, loss, 0, True, int(state[2].sum()), trace, start)
+            return
+        G = prob.gradient(state)
+        grad = 2 * L @ G if self.solver == "L" else G
+        x_norm = np.linalg.norm(L if self.solver == "L" else M)
+        alpha = (self.step_size if self.step_size is not None
+                 else 0.1 * x_norm / max(np.linalg.norm(grad), np.finfo(float).tiny))
+        alpha_min = 1e-14 * alpha
+        accepted = [loss]
+        converged = False
+        it = 0
+        for it in range(1, self.max_iter + 1):
+            if recompute and it % self.update_every == 0:
+                prob.set_impostors(*_search_impostors(X, y, targets, L, self.margin,
+                                                      self.chunk_size))
+                loss, state = prob.loss(L, smooth)
+                G = prob.gradient(state)
+                grad = 2 * L @ G if self.solver == "L" else G
+                accepted = [loss]
+            if self.solver == "L":
+                L_new = L - alpha * grad
+                M_new = None
+            else:
+                M_new, L_new = _project_psd(M - alpha * G)
+            loss_new, state_new = prob.loss(L_new, smooth)
+            if loss_new <= loss:
+                L, loss, state = L_new, loss_new, state_new
+                if M_new is not None:
+                    M = M_new
+                G = prob.gradient(state)
+                grad = 2 * L @ G if self.solver == "L" else G
+                alpha *= self.step_growth
+                accepted.append(loss)
+            else:
+                alpha *= 0.5
+            for key, val in zip(trace, (loss, np.linalg.norm(grad), alpha,
+                                        int(state[2].sum()), time.perf_counter() - start)):
+                trace[key].append(val)
+            stalled = alpha < alpha_min
+            if stalled or (len(accepted) >= 4 and
+                           np.max(np.abs(np.diff(accepted[-4:]))) <= self.tol * abs(loss)):
+                if smooth > smooth_min:  # continuation: sharpen the smoothed hinge
+                    smooth = max(smooth * 0.1, smooth_min)
+                    loss, state = prob.loss(L, smooth)
+                    G = prob.gradient(state)
+                    grad = G
+                    accepted = [loss]
+                    alpha = max(alpha, 1e3 * alpha_min)
+                    continue
+                if not recompute:
+                    converged = True
+                    break
+                # converged on the current impostor set: search again, stop if nothing changes
+                prob.set_impostors(*_search_impostors(X, y, targets, L, self.margin,
+                                                      self.chunk_size))
+                loss_new, state = prob.loss(L, smooth)
+                changed = abs(loss_new - loss) > self.tol * abs(loss)
+                loss = loss_new
+                G = prob.gradient(state)
+                grad = 2 * L @ G if self.solver == "L" else G
+                accepted = [loss]
+                if stalled or not changed:
+                    converged = True
+                    break
+        if not converged:
+            warnings.warn(f"LMNN did not converge in {self.max_iter} iterations "
+                          f"(loss {loss:.6g})", ConvergenceWarning)
+        if recompute:  # the loss over all impostors at the returned L
+            prob.set_impostors(*_search_impostors(X, y, targets, L, self.margin, self.chunk_size))
+        loss, state = prob.loss(L)  # the exact (unsmoothed) ε
+        self._finish(L, loss, it, converged, int(state[2].sum()), trace, start)
+
+    def _finish(self, L, loss, n_iter, converged, n_active, trace, start):
+        self.components_ = components_from_psd(L.T @ L)
+        self.metric_ = self.components_.T @ self.components_
+        self.objective_ = float(loss)
+        self.n_iter_ = int(n_iter)
+        self.converged_ = bool(converged)
+        self.n_active_ = n_active
+        if not trace["objective"]:
+            for key, val in zip(trace, (loss, 0.0, 0.0, n_active, time.perf_counter() - start)):
+                trace[key].append(val)
+        self.trace_ = {k: np.asarray(v) for k, v in trace.items()}
+
+
+class _Problem:
+    """ε and its gradient matrix G on target pairs and (candidate) impostor pairs, by pair rows.
+
+    Triplet r is (target pair ``tp[r]``, impostor pair ``ip[r]``); its hinge is
+    ``margin + q_T[tp[r]] − q_I[ip[r]]`` with the squared distances q computed row-wise on Z = X Lᵀ.
+    """
+
+    def __init__(self, X, targets, mu, margin):
+        self.X, self.targets, self.mu, self.margin = X, targets, mu, margin
+
+    def set_triplets(self, imp, tp, ip):
+        self.imp, self.tp, self.ip = imp, tp, ip
+        self.pairs = np.vstack([self.targets, imp])
+
+    def set_impostors(self, imp, tp, ip):
+        self.set_triplets(imp, tp, ip)
+
+    def loss(self, L, smoothing=0.0):
+        """ε at L, with the hinge Huber-smoothed over ``[0, smoothing]`` when ``smoothing > 0``.
+
+        Returns the loss and the state ``(q_T, q_I, active, slope)``: ``slope`` is the hinge's
+        derivative per active triplet (1 for the exact hinge).
+        """
+        Z = self.X @ L.T
+        qT = pair_sq_distances(Z, self.targets)
+        qI = pair_sq_distances(Z, self.imp) if len(self.imp) else np.zeros(0)
+        h = self.margin + qT[self.tp] - qI[self.ip]
+        active = h > 0
+        ha = h[active]
+        if smoothing > 0:
+            slope = np.minimum(ha / smoothing, 1.0)
+            push = np.where(ha >= smoothing, ha - smoothing / 2, ha * ha / (2 * smoothing)).sum()
+        else:
+            slope, push = np.ones(len(ha)), ha.sum()
+        loss = (1 - self.mu) * qT.sum() + self.mu * push
+        return float(loss), (qT, qI, active, slope)
+
+    def gradient(self, state):
+        """``G = ∂ε/∂M`` (the paper's G_t) as one weighted pair outer sum."""
+        active, slope = state[2], state[3]
+        nT, nI = len(self.targets), len(self.imp)
+        w = np.concatenate([
+            (1 - self.mu) + self.mu * np.bincount(self.tp[active], slope, minlength=nT),
+            -self.mu * np.bincount(self.ip[active], slope, minlength=nI)])
+        keep = w != 0
+        return weighted_pair_outer_sum(self.X, self.pairs[keep], w[keep])
+
+
+def _project_psd(S):
+    """``Π_{⪰0}(S)`` and a factor L with ``Π(S) = LᵀL`` from one eigendecomposition."""
+    lam, U = scipy.linalg.eigh((S + S.T) / 2)
+    lam = np.clip(lam, 0.0, None)
+    L = (np.sqrt(lam) * U).T
+    return (U * lam) @ U.T, L
+
+
+def _search_impostors(X, y, targets, L, margin, chunk_size):
+    """Candidate impostor pairs among all training points at the current L, and their triplets.
+
+    ``targets`` must be sorted by anchor. A pair ``(i, l)`` with ``y_l ≠ y_i`` is a candidate when
+    ``‖L(x_i − x_l)‖² < max_{j⇝i} ‖L(x_i − x_j)‖² + margin``: exactly the impostors of at least one
+    triplet with a positive hinge. Distances are computed per class of the anchor, ``chunk_size``
+    at a time, by float32 GEMMs on Z = X Lᵀ with a round-off slack (a superset: the hinges
+    themselves are evaluated in float64). Returns ``(pairs, tp, ip)`` with the triplets
+    ``(target pair tp[r], impostor pair ip[r])`` of every candidate and every target of its anchor.
+    """
+    n = len(X)
+    Z = X @ L.T
+    sq = np.einsum("ij,ij->i", Z, Z)
+    qT = pair_sq_distances(Z, targets)
+    reach = np.full(n, -np.inf)
+    np.maximum.at(reach, targets[:, 0], qT)
+    reach += margin
+    Z32 = Z.astype(np.float32)
+    found = []
+    for c in np.unique(y):
+        anchors = np.flatnonzero((y == c) & np.isfinite(reach))
+        others = np.flatnonzero(y != c)
+        if len(anchors) == 0 or len(others) == 0:
+            continue
+        Zo, sqo = Z32[others], sq[others].astype(np.float32)
+        step = max(1, chunk_size // len(others))
+        for s in range(0, len(anchors), step):
+            a = anchors[s:s + step]
+            D = sq[a].astype(np.float32)[:, None] + sqo[None, :] - 2 * (Z32[a] @ Zo.T)
+            # float32 GEMM (2× faster); the slack covers its round-off, and a candidate whose
+            # exact distance is beyond reach only adds inactive triplets
+            bound = reach[a] + 1e-5 * (sq[a] + sqo.max())
+            r, col = np.nonzero(D < bound.astype(np.float32)[:, None])
+            found.append(np.column_stack([a[r], others[col]]))
+    pairs = np.vstack(found) if found else np.zeros((0, 2), dtype=np.intp)
+    # triplets: every candidate (i, l) with every target pair of anchor i (targets sorted by i)
+    first = np.searchsorted(targets[:, 0], np.arange(n))
+    count = np.bincount(targets[:, 0], minlength=n)
+    per = count[pairs[:, 0]]
+    ip = np.repeat(np.arange(len(pairs)), per)
+    offs = np.arange(len(ip)) - np.repeat(np.cumsum(per) - per, per)
+    tp = np.repeat(first[pairs[:, 0]], per) + offs
+    return pairs, tp, ip

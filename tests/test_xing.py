@@ -1,0 +1,169 @@
+"""Xing et al. (2002) / MMC against an independent convex solver (cvxpy) and finite differences."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from dml_bench.constraints import Constraints
+from dml_bench.solvers.xing import Xing, _gradient, _project_exact
+
+cp = pytest.importorskip("cvxpy")
+
+
+def tiny_problem(seed, d=4, n=10, n_similar=8, n_dissimilar=15):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    similar = np.array([rng.choice(n, 2, replace=False) for _ in range(n_similar)])
+    dissimilar = np.array([rng.choice(n, 2, replace=False) for _ in range(n_dissimilar)])
+    return X, Constraints(similar, dissimilar, np.zeros((0, 3), dtype=int))
+
+
+def diffs(X, pairs):
+    return X[pairs[:, 0]] - X[pairs[:, 1]]
+
+
+def eq1_objective(X, pairs, M):
+    """Σ_{(i,j)∈D} d_M(x_i, x_j), straight from the definition."""
+    Dd = diffs(X, pairs)
+    return float(np.sqrt(np.einsum("ij,jk,ik->i", Dd, M, Dd)).sum())
+
+
+def cvxpy_optimum(X, c):
+    """Eq. (1) of Ying & Li (2012), generic conic program: max Σ sqrt(⟨X_τ, M⟩), ⟨X_S, M⟩ ≤ 1."""
+    d = X.shape[1]
+    M = cp.Variable((d, d), PSD=True)
+    Dd, Ds = diffs(X, c.dissimilar), diffs(X, c.similar)
+    problem = cp.Problem(cp.Maximize(cp.sum(cp.sqrt(cp.sum(cp.multiply(Dd @ M, Dd), axis=1)))),
+                         [cp.trace(Ds.T @ Ds @ M) <= 1])
+    problem.solve(solver="CLARABEL")
+    return float(problem.value)
+
+
+def fit(X, c, **params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return Xing(**params).fit(X, constraints=c)
+
+
+@pytest.mark.parametrize("seed,d,n_similar,n_dissimilar", [(0, 4, 8, 15), (2, 5, 10, 20),
+                                                           (3, 6, 15, 25)])
+def test_reaches_the_cvxpy_optimum_of_eq1(seed, d, n_similar, n_dissimilar):
+    X, c = tiny_problem(seed, d=d, n=12, n_similar=n_similar, n_dissimilar=n_dissimilar)
+    opt = cvxpy_optimum(X, c)
+    model = fit(X, c, tol=1e-7, max_iter=3000)
+    assert model.converged_
+    M = model.metric_
+    Ds = diffs(X, c.similar)
+    assert np.trace(Ds.T @ Ds @ M) <= 1 + 1e-8  # ⟨X_S, M⟩ ≤ 1
+    assert np.linalg.eigvalsh(M).min() >= -1e-10 * np.abs(M).max()  # PSD
+    achieved = eq1_objective(X, c.dissimilar, M)
+    assert achieved == pytest.approx(model.objective_, rel=1e-10)
+    assert achieved <= opt * (1 + 1e-6)  # a feasible point cannot beat the optimum
+    assert (opt - achieved) / opt < 1e-3
+
+
+def test_gap_certifies_the_distance_to_the_cvxpy_optimum():
+    """Every traced objective plus its Frank-Wolfe gap is an upper bound on the true optimum."""
+    X, c = tiny_problem(1, d=5, n=14, n_similar=12, n_dissimilar=25)
+    opt = cvxpy_optimum(X, c)
+    model = fit(X, c)  # the original code's defaults
+    f, gap = model.trace_["objective"], model.trace_["gap"]
+    assert np.all(gap >= -1e-9 * f)
+    assert np.all(f <= opt * (1 + 1e-6))
+    assert np.all(f + gap >= opt * (1 - 1e-6))
+    assert np.all(np.diff(f) >= -1e-9 * f[1:])  # only improving iterates are accepted
+
+
+def test_gradient_matches_finite_differences():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(9, 5))
+    pairs = np.array([rng.choice(9, 2, replace=False) for _ in range(30)])  # > n: Laplacian path
+    B = rng.normal(size=(5, 5))
+    A = B @ B.T + 0.1 * np.eye(5)
+    Dd = diffs(X, pairs)
+    dist = np.sqrt(np.einsum("ij,jk,ik->i", Dd, A, Dd))
+    G = _gradient(X, pairs, dist)
+    h = 1e-6
+    for _ in range(5):
+        E = rng.normal(size=(5, 5))
+        E = (E + E.T) / 2
+        fd = (eq1_objective(X, pairs, A + h * E) - eq1_objective(X, pairs, A - h * E)) / (2 * h)
+        assert np.sum(G * E) == pytest.approx(fd, rel=1e-6)
+    np.testing.assert_allclose(  # few pairs: the direct GEMM path of the same sum
+        _gradient(X, pairs[:5], dist[:5]),
+        sum(np.outer(r, r) / (2 * s) for r, s in zip(Dd[:5], dist[:5])), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_exact_projection_matches_cvxpy(seed):
+    rng = np.random.default_rng(seed)
+    d = 5
+    B = rng.normal(size=(d, d))
+    B = (B + B.T) / 2 + np.eye(d)
+    R = rng.normal(size=(8, d))
+    XS = R.T @ R
+    t = 0.2 * np.trace(XS) / d
+    A, lam, V = _project_exact(B, XS, t)
+    Z = cp.Variable((d, d), PSD=True)
+    cp.Problem(cp.Minimize(cp.sum_squares(Z - B)), [cp.trace(XS @ Z) <= t]).solve(
+        solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    np.testing.assert_allclose(A, Z.value, atol=1e-6 * np.abs(B).max())
+    np.testing.assert_allclose((V * lam) @ V.T, A, atol=1e-12)
+    assert np.sum(XS * A) <= t * (1 + 1e-10) and lam.min() >= 0
+    A_in, _, _ = _project_exact(A, XS, t)  # a feasible point is its own projection
+    np.testing.assert_allclose(A_in, A, atol=1e-10)
+
+
+def test_alternating_projections_of_the_original_code_give_a_feasible_psd_metric():
+    X, c = tiny_problem(4, d=4, n=20, n_similar=20, n_dissimilar=30)
+    model = fit(X, c, projection="alternating", max_iter=20)
+    Ds = diffs(X, c.similar)
+    assert np.trace(Ds.T @ Ds @ model.metric_) == pytest.approx(1.0, rel=1e-10)
+    assert np.linalg.eigvalsh(model.metric_).min() >= -1e-10 * np.abs(model.metric_).max()
+    assert model.trace_["n_proj"].max() >= 1
+    assert np.all(model.trace_["objective"] <= cvxpy_optimum(X, c) * (1 + 1e-6))
+
+
+def test_metric_transform_trace_and_convergence_warning():
+    X, c = tiny_problem(5, d=6, n=20, n_similar=20, n_dissimilar=30)
+    with pytest.warns(ConvergenceWarning):
+        capped = Xing(max_iter=3, tol=0).fit(X, constraints=c)
+    assert capped.n_iter_ == 3 and not capped.converged_
+    model = fit(X, c)
+    assert model.converged_ and model.trace_["delta"][-1] < 1e-3
+    np.testing.assert_allclose(model.components_.T @ model.components_, model.metric_, atol=1e-12)
+    Dd = diffs(X, c.dissimilar)
+    np.testing.assert_allclose(model.pair_distances(X, c.dissimilar),
+                               np.einsum("ij,jk,ik->i", Dd, model.metric_, Dd), rtol=1e-9)
+    assert set(model.trace_) >= {"objective", "gap", "time"}
+    assert all(len(v) == model.n_iter_ for v in model.trace_.values())
+    assert np.all(np.diff(model.trace_["time"]) >= 0)
+
+
+def test_deterministic_and_independent_of_global_random_state():
+    X, c = tiny_problem(6)
+    np.random.seed(0)
+    a = fit(X, c, max_iter=30)
+    np.random.seed(1)
+    np.random.standard_normal(100)
+    b = fit(X, c, max_iter=30)
+    np.testing.assert_array_equal(a.metric_, b.metric_)
+
+
+def test_bad_parameters_are_refused():
+    X, c = tiny_problem(0)
+    for params in ({"projection": "bogus"}, {"step": 0}, {"max_iter": 0}, {"eps": 0}):
+        with pytest.raises(ValueError):
+            Xing(**params).fit(X, constraints=c)
+
+
+def test_fit_from_labels_builds_knn_constraints():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, 1, (20, 3)), rng.normal(3, 1, (20, 3))])
+    y = np.repeat([0, 1], 20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = Xing(max_iter=30).fit(X, y)
+    assert model.metric_.shape == (3, 3) and model.transform(X).shape == (40, 3)
