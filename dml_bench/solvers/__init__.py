@@ -6,6 +6,7 @@ them and ``dmlbench run`` reports their tasks as skipped with the reason.
 
 from ..registry import Registry
 from .base import MetricLearner
+from .baselines import LDA, LDML, NCA, RCA, PCAMetric
 from .boostmetric import BoostMetric
 from .dml_eig import DMLEig
 from .euclidean import Euclidean
@@ -24,16 +25,16 @@ SOLVERS.register("lmnn_eig", LMNNEig)
 SOLVERS.register("xing", Xing)
 SOLVERS.register("lmnn", LMNN)
 SOLVERS.register("sdpmetric", SDPMetric)
+SOLVERS.register("nca", NCA)
+SOLVERS.register("lda", LDA)
+SOLVERS.register("pca", PCAMetric)
+SOLVERS.register("rca", RCA)
+SOLVERS.register("ldml", LDML)
 
 PLANNED = {
     "itml": "not implemented yet (issue #5: compared methods)",
-    "nca": "not implemented yet (issue #5: compared methods)",
-    "rca": "not implemented yet (issue #5: compared methods)",
-    "lda": "not implemented yet (issue #5: compared methods)",
-    "pca": "not implemented yet (issue #5: compared methods)",
-    "svm": "not implemented yet (issue #5: compared methods)",
-    "ldml": "not implemented yet (issue #5: compared methods)",
+    "svm": "not implemented yet (issue #5: an RBF SVC classifier, evaluated without k-NN)",
 }
 
 __all__ = ["SOLVERS", "PLANNED", "MetricLearner", "BoostMetric", "DMLEig", "Euclidean", "FrobMetric",
-           "LMNN", "LMNNEig", "SDPMetric", "Xing", "solve_frobenius_sdp"]
+           "LDA", "LDML", "LMNN", "NCA", "PCAMetric", "RCA", "LMNNEig", "SDPMetric", "Xing", "solve_frobenius_sdp"]

@@ -1,0 +1,500 @@
+"""Baseline metric learners: scikit-learn wrappers (NCA, LDA, PCA), RCA and LDML.
+
+Where scikit-learn has the method it is wrapped, not rewritten: ``NCA`` wraps
+``sklearn.neighbors.NeighborhoodComponentsAnalysis``, ``LDA`` wraps
+``sklearn.discriminant_analysis.LinearDiscriminantAnalysis`` and ``PCAMetric`` wraps
+``sklearn.decomposition.PCA``; each exposes the linear map the wrapped estimator applies as
+``components_`` (its transform up to a centring offset, which does not change distances).
+
+``RCA`` (Bar-Hillel et al. 2005) is the inverse within-chunklet covariance, one GEMM over the
+chunklet-centred points. ``LDML`` (Guillaumin, Verbeek & Schmid 2009) maximises the logistic
+log-likelihood of the pair labels by gradient ascent; the distances of all pairs are computed
+row-wise from ``X M`` (n×d×d flops, never a d×d matrix per pair; see ``ldml_distances``) and
+the gradient ``Σ_n (p_n − t_n)(x_i − x_j)(x_i − x_j)ᵀ`` is one weighted pair outer sum
+(``linalg.weighted_pair_outer_sum``).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import scipy.linalg
+import scipy.special
+from sklearn.decomposition import PCA
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.neighbors import NeighborhoodComponentsAnalysis
+from sklearn.utils import check_random_state
+
+from .base import MetricLearner
+from .linalg import components_from_psd, weighted_pair_outer_sum
+
+
+def _set_linear_map(est, L, objective=float("nan"), n_iter=0, converged=True, trace=None):
+    """Store ``components_ = L`` and ``metric_ = LᵀL`` plus the bookkeeping attributes."""
+    est.components_ = np.ascontiguousarray(L, dtype=np.float64)
+    est.metric_ = est.components_.T @ est.components_
+    est.objective_ = float(objective)
+    est.n_iter_ = int(n_iter)
+    est.converged_ = bool(converged)
+    est.trace_ = {} if trace is None else {k: np.asarray(v, dtype=float) for k, v in trace.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# scikit-learn wrappers
+# --------------------------------------------------------------------------------------------
+
+
+class NCA(MetricLearner):
+    """Neighbourhood components analysis (Goldberger et al. 2005), scikit-learn's implementation.
+
+    Parameters are passed to ``sklearn.neighbors.NeighborhoodComponentsAnalysis`` unchanged
+    (defaults are scikit-learn's).
+
+    Parameters
+    ----------
+    n_components : int, optional
+        Dimension of the projected space (default: d).
+    init : {"auto", "pca", "lda", "identity", "random"} or ndarray, default="auto"
+    max_iter : int, default=50
+        L-BFGS iterations.
+    tol : float, default=1e-5
+    random_state : int or None, default=None
+
+    Attributes
+    ----------
+    components_ : ndarray (n_components, d)
+        scikit-learn's ``components_``.
+    estimator_ : NeighborhoodComponentsAnalysis
+        The fitted wrapped estimator.
+    objective_ : float
+        The NCA objective ``Σ_i Σ_{j: y_j = y_i} p_ij`` (expected number of correctly classified
+        points) at the returned map.
+    n_iter_ : int
+        L-BFGS iterations (callbacks; scikit-learn's ``n_iter_`` is one more).
+    trace_ : dict
+        ``time`` per L-BFGS iteration (from scikit-learn's callback).
+
+    References
+    ----------
+    J. Goldberger, S. Roweis, G. Hinton, R. Salakhutdinov. Neighbourhood components analysis.
+    NIPS 17, 2005.
+    """
+
+    constraint_kind = "labels"
+
+    def __init__(self, n_components=None, init="auto", max_iter=50, tol=1e-5, random_state=None):
+        self.n_components = n_components
+        self.init = init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    def _fit(self, X, y, constraints):
+        if y is None:
+            raise ValueError("NCA needs labels y")
+        start = time.perf_counter()
+        times = []
+        nca = NeighborhoodComponentsAnalysis(
+            n_components=self.n_components, init=self.init, max_iter=self.max_iter, tol=self.tol,
+            random_state=self.random_state,
+            callback=lambda L, it: times.append(time.perf_counter() - start))
+        nca.fit(X, y)
+        converged = len(times) < self.max_iter  # L-BFGS stopped before its iteration cap
+        self.estimator_ = nca
+        _set_linear_map(self, nca.components_, nca_objective(X @ nca.components_.T, y),
+                        len(times), converged, {"time": times})
+        if not converged:
+            warnings.warn(f"NCA did not converge in {self.max_iter} iterations",
+                          ConvergenceWarning)
+
+
+def nca_objective(Z: np.ndarray, y: np.ndarray, chunk: int = 1024) -> float:
+    """``Σ_i Σ_{j≠i, y_j = y_i} softmax_j(−‖z_i − z_j‖²)`` on the projected points ``Z``."""
+    y = np.asarray(y)
+    sq = np.einsum("ij,ij->i", Z, Z)
+    total = 0.0
+    for s in range(0, len(Z), chunk):
+        dist = sq[s:s + chunk, None] + sq[None, :] - 2 * Z[s:s + chunk] @ Z.T
+        rows = np.arange(dist.shape[0])
+        dist[rows, s + rows] = np.inf
+        dist -= dist.min(axis=1, keepdims=True)
+        p = np.exp(-dist)
+        p /= p.sum(axis=1, keepdims=True)
+        total += float((p * (y[s:s + chunk, None] == y[None, :])).sum())
+    return total
+
+
+class LDA(MetricLearner):
+    """Linear discriminant analysis projection, scikit-learn's implementation.
+
+    ``components_`` is the linear part of ``LinearDiscriminantAnalysis.transform``: for every
+    solver ``transform(X) = X Lᵀ + c`` with a constant c (``−x̄ scalings`` for ``"svd"``), so
+    ``X Lᵀ`` and scikit-learn's transform give the same distances.
+
+    Parameters
+    ----------
+    n_components : int, optional
+        At most ``min(n_classes − 1, d)`` (default).
+    solver : {"svd", "eigen"}, default="svd"
+        ``"lsqr"`` has no transform in scikit-learn and is refused.
+    shrinkage : None, "auto" or float, default=None
+        Only with ``solver="eigen"``.
+    tol : float, default=1e-4
+        Rank threshold of the ``"svd"`` solver.
+
+    References
+    ----------
+    R. A. Fisher. The use of multiple measurements in taxonomic problems. Annals of Eugenics
+    7(2):179–188, 1936.
+    """
+
+    constraint_kind = "labels"
+
+    def __init__(self, n_components=None, solver="svd", shrinkage=None, tol=1e-4):
+        self.n_components = n_components
+        self.solver = solver
+        self.shrinkage = shrinkage
+        self.tol = tol
+
+    def _fit(self, X, y, constraints):
+        if y is None:
+            raise ValueError("LDA needs labels y")
+        if self.solver not in ("svd", "eigen"):
+            raise ValueError(f"solver must be 'svd' or 'eigen' (with a transform), got "
+                             f"{self.solver!r}")
+        lda = LinearDiscriminantAnalysis(n_components=self.n_components, solver=self.solver,
+                                         shrinkage=self.shrinkage, tol=self.tol).fit(X, y)
+        d = X.shape[1]
+        offset = lda.transform(np.zeros((1, d)))
+        self.estimator_ = lda
+        _set_linear_map(self, (lda.transform(np.eye(d)) - offset).T)
+
+
+class PCAMetric(MetricLearner):
+    """Principal component projection, scikit-learn's ``PCA``.
+
+    Parameters
+    ----------
+    n_components : int, float or None, default=None
+        As in ``sklearn.decomposition.PCA`` (None: all components).
+    whiten : bool, default=False
+        Divide each component by the square root of its explained variance (as PCA's transform).
+    random_state : int or None, default=None
+        For the randomized SVD solver.
+
+    References
+    ----------
+    K. Pearson. On lines and planes of closest fit to systems of points in space. Philosophical
+    Magazine 2(11):559–572, 1901.
+    """
+
+    constraint_kind = "none"
+
+    def __init__(self, n_components=None, whiten=False, random_state=None):
+        self.n_components = n_components
+        self.whiten = whiten
+        self.random_state = random_state
+
+    def _fit(self, X, y, constraints):
+        pca = PCA(n_components=self.n_components, whiten=self.whiten,
+                  random_state=self.random_state).fit(X)
+        L = pca.components_
+        if self.whiten:
+            L = L / np.sqrt(pca.explained_variance_)[:, None]
+        self.estimator_ = pca
+        _set_linear_map(self, L)
+
+
+# --------------------------------------------------------------------------------------------
+# RCA
+# --------------------------------------------------------------------------------------------
+
+
+class RCA(MetricLearner):
+    """Relevant component analysis (Bar-Hillel, Hertz, Shental & Weinshall 2005, RCA algorithm).
+
+    Chunklets are groups of points known to share a label. The within-chunklet covariance
+    ``Ĉ = (1/p) Σ_j Σ_{i ∈ H_j} (x_ji − m̂_j)(x_ji − m̂_j)ᵀ`` (``m̂_j`` the chunklet mean, ``p``
+    the number of points in chunklets) is one GEMM of the chunklet-centred
+    points, and the metric is ``M = Ĉ⁻¹`` with whitening transform ``W = Λ^{−1/2} Uᵀ`` from
+    ``Ĉ = U Λ Uᵀ`` (``Ĉ^{−1/2}`` up to a rotation, which leaves distances unchanged).
+
+    When Ĉ has rank R < d (fewer chunklet degrees of freedom than dimensions) the paper first
+    reduces the dimension to R (constrained Fisher discriminant; not reproduced here). Here the data are projected on the range
+    of Ĉ (its R leading eigenvectors) and whitened there, i.e. ``M = Ĉ⁺``; a ``ridge`` δ > 0
+    instead gives ``M = (Ĉ + δ·tr(Ĉ)/d · I)⁻¹`` in the full space.
+
+    Parameters
+    ----------
+    chunk_size : int or None, default=None
+        None: every class is one chunklet. Otherwise each class is split at random into
+        chunklets of ``chunk_size`` points (a remainder of fewer than 2 points is dropped).
+    n_chunks : int or None, default=None
+        With ``chunk_size``: keep this many chunklets chosen at random (all by default).
+    ridge : float, default=0.0
+        Relative ridge δ (see above).
+    rank_tol : float, default=1e-10
+        Eigenvalues of Ĉ below ``rank_tol · λ_max`` count as zero.
+    random_state : int or None, default=None
+        Seed of the random chunklets.
+
+    Attributes
+    ----------
+    chunklet_covariance_ : ndarray (d, d)
+        Ĉ.
+    rank_ : int
+        R, the number of rows of ``components_`` when ``ridge = 0``.
+
+    References
+    ----------
+    A. Bar-Hillel, T. Hertz, N. Shental, D. Weinshall. Learning a Mahalanobis metric from
+    equivalence constraints. JMLR 6:937–965, 2005.
+    """
+
+    constraint_kind = "labels"
+
+    def __init__(self, chunk_size=None, n_chunks=None, ridge=0.0, rank_tol=1e-10,
+                 random_state=None):
+        self.chunk_size = chunk_size
+        self.n_chunks = n_chunks
+        self.ridge = ridge
+        self.rank_tol = rank_tol
+        self.random_state = random_state
+
+    def _check_params(self):
+        if self.chunk_size is not None and self.chunk_size < 2:
+            raise ValueError(f"chunk_size must be >= 2 or None, got {self.chunk_size}")
+        if self.n_chunks is not None and self.n_chunks < 1:
+            raise ValueError(f"n_chunks must be >= 1 or None, got {self.n_chunks}")
+        if not (self.ridge >= 0 and self.rank_tol >= 0):
+            raise ValueError("need ridge >= 0 and rank_tol >= 0")
+
+    def chunklets(self, y) -> np.ndarray:
+        """Chunklet id of every point (−1: in no chunklet), from the labels."""
+        self._check_params()
+        y = np.asarray(y)
+        _, codes = np.unique(y, return_inverse=True)
+        if self.chunk_size is None:
+            return codes
+        rng = check_random_state(self.random_state)
+        ids = np.full(len(y), -1)
+        n_made = 0
+        for c in range(codes.max() + 1):
+            members = rng.permutation(np.flatnonzero(codes == c))
+            n_full = len(members) // self.chunk_size
+            for j in range(n_full):
+                ids[members[j * self.chunk_size:(j + 1) * self.chunk_size]] = n_made + j
+            n_made += n_full
+        if self.n_chunks is not None and self.n_chunks < n_made:
+            keep = rng.choice(n_made, self.n_chunks, replace=False)
+            remap = np.full(n_made, -1)
+            remap[np.sort(keep)] = np.arange(self.n_chunks)
+            ids = np.where(ids >= 0, remap[np.maximum(ids, 0)], -1)
+        return ids
+
+    def _fit(self, X, y, constraints):
+        if y is None:
+            raise ValueError("RCA needs labels y (chunklets)")
+        start = time.perf_counter()
+        ids = self.chunklets(y)
+        inside = ids >= 0
+        Xc, ids = X[inside], ids[inside]
+        if len(Xc) < 2:
+            raise ValueError("RCA needs at least one chunklet of 2 or more points")
+        n_chunk = ids.max() + 1
+        counts = np.bincount(ids, minlength=n_chunk)
+        means = np.zeros((n_chunk, X.shape[1]))
+        np.add.at(means, ids, Xc)
+        means /= np.maximum(counts, 1)[:, None]
+        centred = Xc - means[ids]
+        C = centred.T @ centred / len(Xc)  # Ĉ
+        d = C.shape[0]
+        lam, U = scipy.linalg.eigh(C)
+        if self.ridge > 0:
+            lam = lam + self.ridge * np.trace(C) / d
+            keep = np.ones(d, dtype=bool)
+        else:
+            keep = lam > self.rank_tol * max(lam.max(), 0.0)
+        L = (U[:, keep] / np.sqrt(lam[keep])).T[::-1]  # W = Λ^{−1/2}Uᵀ ≅ Ĉ^{−1/2}
+        self.chunklet_covariance_ = C
+        self.rank_ = int(keep.sum())
+        _set_linear_map(self, L, trace={"time": [time.perf_counter() - start]}, n_iter=1)
+        self.objective_ = float("nan")
+
+
+# --------------------------------------------------------------------------------------------
+# LDML
+# --------------------------------------------------------------------------------------------
+
+
+class LDML(MetricLearner):
+    """Logistic discriminant metric learning (Guillaumin, Verbeek & Schmid 2009, LDML section).
+
+    The probability that pair n = (i, j) is similar is ``p_n = σ(b − d_M(x_i, x_j))`` with
+    ``d_M = (x_i − x_j)ᵀ M (x_i − x_j)`` and the log-likelihood of the pair labels t_n (1:
+    similar, 0: dissimilar) is ``ℒ(M, b) = Σ_n t_n ln p_n + (1 − t_n) ln(1 − p_n)``. It is
+    concave in (M, b) (d_M is linear in M) and maximised by gradient ascent with
+    ``∂ℒ/∂M = Σ_n (p_n − t_n)(x_i − x_j)(x_i − x_j)ᵀ`` (one weighted pair outer sum) and
+    ``∂ℒ/∂b = Σ_n (t_n − p_n)``. The original ignores the PSD constraint (``psd=False``); with
+    ``psd=True`` each step is projected on the PSD cone (one d×d eigendecomposition per step).
+
+    The step is chosen by backtracking (Armijo) on ℒ/N, so ℒ increases monotonically; it grows
+    by 1.5× after every accepted step.
+
+    Parameters
+    ----------
+    psd : bool, default=False
+        Project M on the PSD cone after every step (projected gradient ascent).
+    max_iter : int, default=1000
+    tol : float, default=1e-6
+        Stop when the optimality measure (norm of the gradient mapping of ℒ/N, ``kkt``) is below
+        ``tol`` or the relative increase of ℒ is below ``tol · 1e-3``.
+    learning_rate : float, default=1.0
+        Initial step on ℒ/N (the data are rescaled so the mean pair distance at M = I is 1).
+    init_b : {"mean", float}, default="mean"
+        Initial bias b (in the rescaled units): "mean" is 1, the mean distance at M = I.
+
+    Attributes
+    ----------
+    metric_ : ndarray (d, d)
+        LᵀL: M itself when PSD, otherwise M with its negative eigenvalues clipped (the metric
+        ``transform`` uses).
+    raw_metric_ : ndarray (d, d)
+        The M maximising ℒ (possibly indefinite with ``psd=False``).
+    bias_ : float
+        b.
+    objective_ : float
+        ℒ(M, b), the log-likelihood (sum over pairs).
+    trace_ : dict
+        Per iteration ``objective`` (ℒ), ``kkt`` (gradient-mapping norm of ℒ/N), ``step``,
+        ``time``.
+
+    References
+    ----------
+    M. Guillaumin, J. Verbeek, C. Schmid. Is that you? Metric learning approaches for face
+    identification. ICCV 2009.
+    """
+
+    constraint_kind = "pairs"
+
+    def __init__(self, psd=False, max_iter=1000, tol=1e-6, learning_rate=1.0, init_b="mean"):
+        self.psd = psd
+        self.max_iter = max_iter
+        self.tol = tol
+        self.learning_rate = learning_rate
+        self.init_b = init_b
+
+    def _check_params(self):
+        if not (self.max_iter >= 1 and self.tol >= 0 and self.learning_rate > 0):
+            raise ValueError("need max_iter >= 1, tol >= 0 and learning_rate > 0")
+        if not (self.init_b == "mean" or isinstance(self.init_b, (int, float))):
+            raise ValueError(f"init_b must be 'mean' or a number, got {self.init_b!r}")
+
+    def _fit(self, X, y, constraints):
+        self._check_params()
+        start = time.perf_counter()
+        pairs = np.vstack([constraints.similar, constraints.dissimilar]).astype(np.int64)
+        t = np.r_[np.ones(len(constraints.similar)), np.zeros(len(constraints.dissimilar))]
+        if len(pairs) == 0:
+            raise ValueError("LDML needs similar and/or dissimilar pairs")
+        d = X.shape[1]
+        Xc = X - X.mean(axis=0)
+        diff = Xc[pairs[:, 0]] - Xc[pairs[:, 1]]
+        scale = float(np.einsum("ij,ij->", diff, diff) / len(pairs))  # mean ‖x_i − x_j‖²
+        scale = scale if scale > 0 else 1.0
+        Xs = Xc / np.sqrt(scale)  # units where the mean distance at M = I is 1
+        M = np.eye(d)
+        b = 1.0 if self.init_b == "mean" else float(self.init_b)
+        N = len(pairs)
+        f, p = ldml_loglik(Xs, pairs, t, M, b)
+        step = self.learning_rate
+        trace = {k: [] for k in ("objective", "kkt", "step", "time")}
+        converged = False
+        for it in range(1, self.max_iter + 1):
+            GM, Gb = ldml_gradient(Xs, pairs, t, p)
+            GM /= N
+            Gb /= N
+            kkt = _gradient_mapping_norm(M, b, GM, Gb, self.psd)
+            if kkt <= self.tol:
+                converged = True
+                trace["objective"].append(f)
+                trace["kkt"].append(kkt)
+                trace["step"].append(0.0)
+                trace["time"].append(time.perf_counter() - start)
+                break
+            while True:  # backtracking on ℒ/N
+                M_new = M + step * GM
+                b_new = b + step * Gb
+                if self.psd:
+                    M_new = _project_psd(M_new)
+                f_new, p_new = ldml_loglik(Xs, pairs, t, M_new, b_new)
+                moved = (np.sum((M_new - M) ** 2) + (b_new - b) ** 2) / step
+                if f_new / N >= f / N + 0.5 * moved or step < 1e-16:
+                    break
+                step *= 0.5
+            rel = (f_new - f) / max(abs(f), 1e-300)
+            M, b, f, p = M_new, b_new, f_new, p_new
+            trace["objective"].append(f)
+            trace["kkt"].append(kkt)
+            trace["step"].append(step)
+            trace["time"].append(time.perf_counter() - start)
+            step *= 1.5
+            if 0 <= rel < self.tol * 1e-3:
+                converged = True
+                break
+        if not converged:
+            warnings.warn(f"LDML did not converge in {self.max_iter} iterations "
+                          f"(last gradient-mapping norm {trace['kkt'][-1]:.3g})",
+                          ConvergenceWarning)
+        M_orig = (M + M.T) / (2 * scale)  # back to the original units: d_M scales by 1/scale
+        self.raw_metric_ = M_orig
+        self.bias_ = float(b)
+        _set_linear_map(self, components_from_psd(M_orig), f, len(trace["time"]), converged,
+                        trace)
+
+
+def ldml_distances(X: np.ndarray, pairs: np.ndarray, M: np.ndarray,
+                   chunk: int = 2048) -> np.ndarray:
+    """``(x_i − x_j)ᵀ M (x_i − x_j) = q_i + q_j − 2 x_iᵀ M x_j`` for every pair (M symmetric).
+
+    ``q = diag(X M Xᵀ)`` and ``X M`` cost n×d×d flops (one GEMM); the cross terms are row-wise
+    dot products of gathered rows, ``chunk`` pairs at a time so the gathered rows stay in cache
+    (2.5× faster than differencing ``X`` and ``X M`` rows on USPS' 39 084 pairs). Use centred
+    ``X`` to keep the cancellation error (≈ machine ε · q) small.
+    """
+    XM = X @ M
+    q = np.einsum("ij,ij->i", X, XM)
+    out = np.empty(len(pairs))
+    for s in range(0, len(pairs), chunk):
+        a, c = pairs[s:s + chunk, 0], pairs[s:s + chunk, 1]
+        out[s:s + chunk] = q[a] + q[c] - 2 * np.einsum("ij,ij->i", X[a], XM[c])
+    return out
+
+
+def ldml_loglik(X, pairs, t, M, b) -> tuple[float, np.ndarray]:
+    """``ℒ = Σ t ln σ(b − d) + (1 − t) ln σ(d − b)`` and ``p = σ(b − d)``, stably."""
+    z = b - ldml_distances(X, pairs, M)
+    f = -float(t @ np.logaddexp(0.0, -z) + (1 - t) @ np.logaddexp(0.0, z))
+    return f, scipy.special.expit(z)
+
+
+def ldml_gradient(X, pairs, t, p) -> tuple[np.ndarray, float]:
+    """``∂ℒ/∂M = Σ (p − t)(x_i − x_j)(x_i − x_j)ᵀ`` (one GEMM) and ``∂ℒ/∂b = Σ (t − p)``."""
+    return weighted_pair_outer_sum(X, pairs, p - t), float(np.sum(t - p))
+
+
+def _project_psd(M: np.ndarray) -> np.ndarray:
+    lam, U = scipy.linalg.eigh((M + M.T) / 2)
+    pos = lam > 0
+    return (U[:, pos] * lam[pos]) @ U[:, pos].T
+
+
+def _gradient_mapping_norm(M, b, GM, Gb, psd) -> float:
+    """``‖(M, b) − Π((M, b) + ∇)‖`` (the gradient norm when unconstrained)."""
+    if not psd:
+        return float(np.sqrt(np.sum(GM ** 2) + Gb ** 2))
+    return float(np.sqrt(np.sum((_project_psd(M + GM) - M) ** 2) + Gb ** 2))
+
