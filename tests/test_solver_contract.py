@@ -19,7 +19,8 @@ from dml_bench.solvers import SOLVERS
 QUICK = {"dml_eig": {"max_iter": 20}, "lmnn_eig": {"max_iter": 20},
          "sdpmetric": {"max_iter": 15, "tol": 0}, "boostmetric": {"max_iter": 15},
          "frobmetric": {"max_iter": 15}, "xing": {"max_iter": 20}, "lmnn": {"max_iter": 20},
-         "nca": {"max_iter": 5}, "ldml": {"max_iter": 20}, "lda": {}, "pca": {}, "rca": {}}
+         "nca": {"max_iter": 5}, "ldml": {"max_iter": 20}, "lda": {}, "pca": {}, "rca": {},
+         "itml": {"max_iter": 3}}
 
 
 @pytest.fixture(scope="module")

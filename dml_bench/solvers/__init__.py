@@ -11,6 +11,7 @@ from .boostmetric import BoostMetric
 from .dml_eig import DMLEig
 from .euclidean import Euclidean
 from .frobmetric import FrobMetric, solve_frobenius_sdp
+from .itml import ITML
 from .lmnn import LMNN
 from .lmnn_eig import LMNNEig
 from .sdpmetric import SDPMetric
@@ -30,11 +31,11 @@ SOLVERS.register("lda", LDA)
 SOLVERS.register("pca", PCAMetric)
 SOLVERS.register("rca", RCA)
 SOLVERS.register("ldml", LDML)
+SOLVERS.register("itml", ITML)
 
 PLANNED = {
-    "itml": "not implemented yet (issue #5: compared methods)",
     "svm": "not implemented yet (issue #5: an RBF SVC classifier, evaluated without k-NN)",
 }
 
 __all__ = ["SOLVERS", "PLANNED", "MetricLearner", "BoostMetric", "DMLEig", "Euclidean", "FrobMetric",
-           "LDA", "LDML", "LMNN", "NCA", "PCAMetric", "RCA", "LMNNEig", "SDPMetric", "Xing", "solve_frobenius_sdp"]
+           "ITML", "LDA", "LDML", "LMNN", "NCA", "PCAMetric", "RCA", "LMNNEig", "SDPMetric", "Xing", "solve_frobenius_sdp"]

@@ -1,0 +1,235 @@
+"""ITML against an independent convex solver (cvxpy) and the paper's / authors' definitions."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import pdist
+from sklearn.exceptions import ConvergenceWarning
+
+from dml_bench.constraints import Constraints
+from dml_bench.solvers.itml import (ITML, itml_objective, random_label_pairs,
+                                    squared_distance_bounds)
+
+cp = pytest.importorskip("cvxpy")
+
+
+def tiny_problem(seed, d=4, n=12, n_similar=10, n_dissimilar=15, scale=2.0):
+    rng = np.random.default_rng(seed)
+    X = scale * rng.normal(size=(n, d))
+    similar = np.array([rng.choice(n, 2, replace=False) for _ in range(n_similar)])
+    dissimilar = np.array([rng.choice(n, 2, replace=False) for _ in range(n_dissimilar)])
+    return X, Constraints(similar, dissimilar, np.zeros((0, 3), dtype=int))
+
+
+def diffs(X, pairs):
+    return X[pairs[:, 0]] - X[pairs[:, 1]]
+
+
+def quad(X, pairs, M):
+    D = diffs(X, pairs)
+    return np.einsum("ij,jk,ik->i", D, M, D)
+
+
+def cvx_optimum(X, c, u, l, gamma):
+    """min tr M − log det M − d + γ Σ (ξ/ξ₀ − log(ξ/ξ₀) − 1), d_M² ≤ ξ (similar), ≥ ξ (dissimilar)."""
+    d = X.shape[1]
+    M = cp.Variable((d, d), PSD=True)
+    xs, xd = cp.Variable(len(c.similar)), cp.Variable(len(c.dissimilar))
+    Ds, Dd = diffs(X, c.similar), diffs(X, c.dissimilar)
+    slack = (cp.sum(xs / u - cp.log(xs) + np.log(u) - 1)
+             + cp.sum(xd / l - cp.log(xd) + np.log(l) - 1))
+    objective = cp.trace(M) - cp.log_det(M) - d + gamma * slack
+    cons = [cp.sum(cp.multiply(Ds @ M, Ds), axis=1) <= xs,
+            cp.sum(cp.multiply(Dd @ M, Dd), axis=1) >= xd]
+    problem = cp.Problem(cp.Minimize(objective), cons)
+    problem.solve(solver="CLARABEL")
+    assert problem.status == "optimal"
+    return problem.value, M.value
+
+
+def fit(X, c, **params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return ITML(**params).fit(X, constraints=c)
+
+
+def best_slack_objective(model, X, c, gamma):
+    """Objective at the returned M with the slacks that are optimal (and feasible) for that M."""
+    u, l = model.bounds_
+    qs, qd = quad(X, c.similar, model.metric_), quad(X, c.dissimilar, model.metric_)
+    xi = np.concatenate([np.maximum(qs, u), np.minimum(qd, l)])
+    xi0 = np.concatenate([np.full(len(qs), u), np.full(len(qd), l)])
+    return itml_objective(model.metric_, xi, xi0, gamma)
+
+
+@pytest.mark.parametrize("seed,gamma", [(0, 1.0), (1, 1.0), (2, 0.1), (3, 10.0)])
+def test_reaches_the_convex_optimum(seed, gamma):
+    X, c = tiny_problem(seed)
+    model = fit(X, c, gamma=gamma, tol=1e-10, max_proj=10**5)
+    assert model.converged_
+    u, l = model.bounds_
+    opt, M_opt = cvx_optimum(X, c, u, l, gamma)
+    f_feasible = best_slack_objective(model, X, c, gamma)
+    assert f_feasible >= opt - 1e-6 * abs(opt)  # a feasible point cannot beat the optimum
+    assert (f_feasible - opt) / abs(opt) < 1e-3
+    assert abs(model.objective_ - opt) / abs(opt) < 1e-3  # with the algorithm's own slacks
+    np.testing.assert_allclose(model.metric_, M_opt, atol=1e-3 * np.abs(M_opt).max())
+
+
+def test_constraints_hold_within_the_slacks_and_metric_is_positive_definite():
+    X, c = tiny_problem(4, d=6, n=20, n_similar=20, n_dissimilar=20)
+    model = fit(X, c, tol=1e-9, max_proj=10**5)
+    assert model.converged_
+    M = model.metric_
+    np.testing.assert_allclose(M, M.T, atol=0)
+    assert np.linalg.eigvalsh(M).min() > 0
+    np.testing.assert_allclose(model.components_.T @ model.components_, M, atol=1e-10)
+    ns = len(c.similar)
+    xi_s, xi_d = model.slack_[:ns], model.slack_[ns:]
+    u, l = model.bounds_
+    assert np.all(quad(X, c.similar, M) <= xi_s * (1 + 1e-6))
+    assert np.all(quad(X, c.dissimilar, M) >= xi_d * (1 - 1e-6))
+    # KKT: λ ≥ 0, and each slack moved away from its target only in the direction its
+    # constraint pushes (similar slacks grow above u, dissimilar shrink below l)
+    assert np.all(model.dual_ >= 0)
+    assert np.all(xi_s >= u * (1 - 1e-12)) and np.all(xi_d <= l * (1 + 1e-12))
+    assert model.trace_["violation"][-1] < 1e-6
+    np.testing.assert_allclose(model.pair_distances(X, c.dissimilar), quad(X, c.dissimilar, M),
+                               rtol=1e-9)
+
+
+def test_hard_constraints_with_infinite_gamma():
+    """γ = ∞ (``gamma_proj = 1``, no slack): Eq. (4) without slacks, on a feasible problem."""
+    rng = np.random.default_rng(5)
+    d, n = 5, 20
+    X = rng.normal(size=(n, d))
+    B = rng.normal(size=(d, d))
+    M_star = B @ B.T + np.eye(d)  # a feasible metric: sort 12 pairs by their d_{M*}²
+    pairs = np.array([rng.choice(n, 2, replace=False) for _ in range(12)])
+    order = np.argsort(quad(X, pairs, M_star))
+    q_star = np.sort(quad(X, pairs, M_star))
+    c = Constraints(pairs[order[:6]], pairs[order[6:]], np.zeros((0, 3), int))
+    u, l = q_star[5], q_star[6]
+    model = fit(X, c, gamma=np.inf, bounds=(u, l), tol=1e-10, max_proj=10**5)
+    assert model.converged_
+    assert quad(X, c.similar, model.metric_).max() <= u * (1 + 1e-6)
+    assert quad(X, c.dissimilar, model.metric_).min() >= l * (1 - 1e-6)
+    M = cp.Variable((d, d), PSD=True)
+    Ds, Dd = diffs(X, c.similar), diffs(X, c.dissimilar)
+    problem = cp.Problem(cp.Minimize(cp.trace(M) - cp.log_det(M) - d),
+                         [cp.sum(cp.multiply(Ds @ M, Ds), axis=1) <= u,
+                          cp.sum(cp.multiply(Dd @ M, Dd), axis=1) >= l])
+    problem.solve(solver="CLARABEL")
+    assert problem.status == "optimal"
+    assert abs(model.objective_ - problem.value) / abs(problem.value) < 1e-3
+
+
+def test_bounds_are_percentiles_of_squared_distances():
+    X, c = tiny_problem(6, d=3, n=30, scale=10.0)
+    model = fit(X, c, max_proj=1)
+    sq = pdist(X, "sqeuclidean")
+    expected = np.percentile(sq, [5, 95])
+    np.testing.assert_allclose(model.bounds_, expected, rtol=1e-12)
+    non_squared = np.percentile(pdist(X), [5, 95])  # metric-learn's (wrong) choice
+    assert not np.allclose(model.bounds_, non_squared, rtol=0.1)
+    # u = 5th percentile bounds similar pairs, l = 95th the dissimilar ones
+    assert model.bounds_[0] < model.bounds_[1]
+    # the sampled path (many pairs) estimates the same percentiles
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(600, 3)) * 5
+    exact = np.percentile(pdist(Z, "sqeuclidean"), [5, 95])
+    sampled = squared_distance_bounds(Z, rng=0, max_pairs=50_000)
+    np.testing.assert_allclose(sampled, exact, rtol=0.05)
+
+
+def test_explicit_bounds_and_no_active_constraint_returns_identity():
+    X, c = tiny_problem(7)
+    # bounds so loose that every constraint holds at M = I: all duals stay 0, M = M₀ = I
+    model = fit(X, c, bounds=(1e6, 1e-6))
+    assert model.converged_ and model.n_iter_ == 1
+    np.testing.assert_allclose(model.metric_, np.eye(X.shape[1]), atol=0)
+    assert model.objective_ == pytest.approx(0.0, abs=1e-12)
+
+
+def test_rank_one_update_equals_sherman_morrison_projection():
+    """One projection on one violated similar pair: M⁻¹ ← M⁻¹ − α v vᵀ lands on p = ξ (new)."""
+    X = np.array([[0.0, 0.0], [3.0, 1.0]])
+    c = Constraints(np.array([[0, 1]]), np.zeros((0, 2), int), np.zeros((0, 3), int))
+    gamma, u = 1.0, 2.0
+    model = fit(X, c, gamma=gamma, bounds=(u, 100.0), max_iter=1, tol=0)
+    v = X[0] - X[1]
+    p = v @ v
+    alpha = -gamma / (gamma + 1) * (1 / p - 1 / u)  # the dual grows by this amount
+    M_expected = np.linalg.inv(np.eye(2) + alpha * np.outer(v, v))
+    np.testing.assert_allclose(model.metric_, M_expected, rtol=1e-12)
+    assert model.dual_[0] == pytest.approx(alpha)
+    xi = model.slack_[0]
+    assert v @ model.metric_ @ v == pytest.approx(xi, rel=1e-12)  # projected onto p = ξ
+    assert xi == pytest.approx(1 / (1 / u - alpha / gamma))
+
+
+def test_random_pairs_follow_the_authors_sampling():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, 1, (15, 3)), rng.normal(3, 1, (15, 3)), rng.normal(-3, 1, (15, 3))])
+    y = np.repeat([0, 1, 2], 15)
+    similar, dissimilar = random_label_pairs(y, np.random.RandomState(0))
+    assert len(similar) + len(dissimilar) == 40 * 3 * 2
+    assert np.all(y[similar[:, 0]] == y[similar[:, 1]])
+    assert np.all(y[dissimilar[:, 0]] != y[dissimilar[:, 1]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = ITML(pairs="random", random_state=1, max_proj=5000).fit(X, y)
+        np.random.seed(123)  # global state must not matter
+        b = ITML(pairs="random", random_state=1, max_proj=5000).fit(X, y)
+        other = ITML(pairs="random", random_state=2, max_proj=5000).fit(X, y)
+    np.testing.assert_array_equal(a.metric_, b.metric_)
+    assert not np.allclose(a.metric_, other.metric_)
+    with pytest.raises(ValueError):
+        ITML(pairs="random").fit(X, constraints=Constraints(np.array([[0, 1]]),
+                                                            np.array([[0, 20]]),
+                                                            np.zeros((0, 3), int)))
+
+
+def test_stopping_rule_cap_and_warning():
+    X, c = tiny_problem(8, d=5, n=30, n_similar=30, n_dissimilar=30)
+    with pytest.warns(ConvergenceWarning):
+        capped = ITML(tol=0, max_proj=100).fit(X, constraints=c)
+    # the cap is checked at the end of a sweep (ItmlAlg.m): 60 constraints → 2 sweeps
+    assert not capped.converged_ and capped.n_iter_ == 2 and capped.n_proj_ == 120
+    default = fit(X, c)
+    conv = default.trace_["conv"]
+    assert default.converged_ and conv[-1] < 0.01 and np.all(conv[:-1] >= 0.01)
+    assert set(default.trace_) == {"objective", "conv", "violation", "time"}
+    assert all(len(v) == default.n_iter_ for v in default.trace_.values())
+    assert np.all(np.diff(default.trace_["time"]) >= 0)
+
+
+def test_identical_points_are_dropped():
+    X, c = tiny_problem(9)
+    X[1] = X[0]
+    c = Constraints(np.vstack([c.similar, [[0, 1]]]), c.dissimilar, c.triplets)
+    model = fit(X, c, max_proj=10**5)
+    all_pairs = np.vstack([c.similar, c.dissimilar])
+    n_zero = int(np.sum(np.all(X[all_pairs[:, 0]] == X[all_pairs[:, 1]], axis=1)))
+    assert n_zero >= 1
+    assert len(model.slack_) == len(all_pairs) - n_zero
+    assert np.all(np.isfinite(model.metric_))
+
+
+def test_bad_parameters_are_refused():
+    X, c = tiny_problem(0)
+    for params in ({"pairs": "bogus"}, {"gamma": 0}, {"tol": -1}, {"max_iter": 0},
+                   {"bounds": (-1.0, 2.0)}):
+        with pytest.raises(ValueError):
+            ITML(**params).fit(X, constraints=c)
+
+
+def test_fit_from_labels_builds_knn_constraints():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, 1, (20, 3)), rng.normal(3, 1, (20, 3))])
+    y = np.repeat([0, 1], 20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = ITML(max_proj=5000).fit(X, y)
+    assert model.metric_.shape == (3, 3) and model.transform(X).shape == (40, 3)
