@@ -6,24 +6,15 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from dml_bench.constraints import Constraints
 from dml_bench.solvers import DMLEig
 from dml_bench.solvers.dml_eig import _assemble_iterate
 from dml_bench.solvers.linalg import components_from_psd, top_eigenvector
+from problems import diffs, random_pair_problem
 
 cp = pytest.importorskip("cvxpy")
 
 
-def tiny_problem(seed, d=4, n=10, n_similar=8, n_dissimilar=15):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    similar = np.array([rng.choice(n, 2, replace=False) for _ in range(n_similar)])
-    dissimilar = np.array([rng.choice(n, 2, replace=False) for _ in range(n_dissimilar)])
-    return X, Constraints(similar, dissimilar, np.zeros((0, 3), dtype=int))
-
-
-def diffs(X, pairs):
-    return X[pairs[:, 0]] - X[pairs[:, 1]]
+tiny_problem = random_pair_problem
 
 
 def sdp_optimum(X, c):
@@ -148,13 +139,3 @@ def test_bad_parameters_are_refused():
     for params in ({"stopping": "bogus"}, {"scale": "x"}, {"mu": 0}, {"ridge_mode": "x"}):
         with pytest.raises(ValueError):
             DMLEig(**params).fit(X, constraints=c)
-
-
-def test_fit_from_labels_builds_knn_constraints():
-    rng = np.random.default_rng(0)
-    X = np.vstack([rng.normal(0, 1, (20, 3)), rng.normal(3, 1, (20, 3))])
-    y = np.repeat([0, 1], 20)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model = DMLEig(max_iter=50).fit(X, y)
-    assert model.metric_.shape == (3, 3) and model.transform(X).shape == (40, 3)

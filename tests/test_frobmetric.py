@@ -212,19 +212,6 @@ def test_bad_input_is_refused():
         FrobMetric().fit(X, constraints=as_constraints(np.zeros((0, 3), dtype=int)))
 
 
-def test_fit_from_labels_builds_knn_triplets():
-    rng = np.random.default_rng(0)
-    X = np.vstack([rng.normal(0, 1, (20, 3)), rng.normal(2, 1, (20, 3))])
-    y = np.repeat([0, 1], 20)
-    model = FrobMetric().fit(X, y)
-    assert model.converged_ and model.dual_coef_.shape == (40 * 9,)
-    assert model.transform(X).shape == (40, 3)
-
-
-# ---------------------------------------------------------------------------------------------
-# §III: the general Frobenius-regularised SDP
-
-
 def random_symmetric(rng, d):
     B = rng.normal(size=(d, d))
     return (B + B.T) / 2

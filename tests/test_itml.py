@@ -10,20 +10,13 @@ from sklearn.exceptions import ConvergenceWarning
 from dml_bench.constraints import Constraints
 from dml_bench.solvers.itml import (ITML, itml_objective, random_label_pairs,
                                     squared_distance_bounds)
+from problems import diffs, random_pair_problem
 
 cp = pytest.importorskip("cvxpy")
 
 
 def tiny_problem(seed, d=4, n=12, n_similar=10, n_dissimilar=15, scale=2.0):
-    rng = np.random.default_rng(seed)
-    X = scale * rng.normal(size=(n, d))
-    similar = np.array([rng.choice(n, 2, replace=False) for _ in range(n_similar)])
-    dissimilar = np.array([rng.choice(n, 2, replace=False) for _ in range(n_dissimilar)])
-    return X, Constraints(similar, dissimilar, np.zeros((0, 3), dtype=int))
-
-
-def diffs(X, pairs):
-    return X[pairs[:, 0]] - X[pairs[:, 1]]
+    return random_pair_problem(seed, d, n, n_similar, n_dissimilar, scale)
 
 
 def quad(X, pairs, M):
@@ -223,13 +216,3 @@ def test_bad_parameters_are_refused():
                    {"bounds": (-1.0, 2.0)}):
         with pytest.raises(ValueError):
             ITML(**params).fit(X, constraints=c)
-
-
-def test_fit_from_labels_builds_knn_constraints():
-    rng = np.random.default_rng(0)
-    X = np.vstack([rng.normal(0, 1, (20, 3)), rng.normal(3, 1, (20, 3))])
-    y = np.repeat([0, 1], 20)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model = ITML(max_proj=5000).fit(X, y)
-    assert model.metric_.shape == (3, 3) and model.transform(X).shape == (40, 3)

@@ -227,12 +227,3 @@ def test_bad_parameters_are_refused():
             LMNNEig(**params).fit(X, constraints=c)
     with pytest.raises(ValueError, match="triplet"):
         LMNNEig().fit(X, constraints=Constraints(c.similar, c.dissimilar, c.triplets[:0]))
-
-
-def test_fit_from_labels_builds_knn_triplets():
-    X, y, c = knn_problem(8, d=3, n=30)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model = LMNNEig(max_iter=50).fit(X, y)
-    assert model.metric_.shape == (3, 3) and model.slack_.shape == (30 * 9,)
-    assert LMNNEig.constraint_kind == "triplets"
