@@ -217,9 +217,9 @@ def test_round_trip_keeps_settings(write_yaml):
 
 
 def test_planned_solver_is_accepted(write_yaml):
-    cfg = edited(solvers=[{"name": "euclidean"}, {"name": "lmnn", "params": {"anything": 1}}])
+    cfg = edited(solvers=[{"name": "euclidean"}, {"name": "svm", "params": {"anything": 1}}])
     exp = load_config(write_yaml(cfg))
-    assert [s.name for s in exp.solvers] == ["euclidean", "lmnn"]
+    assert [s.name for s in exp.solvers] == ["euclidean", "svm"]
 
 
 def test_quickstart_config_is_valid():
