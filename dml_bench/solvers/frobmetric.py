@@ -159,7 +159,28 @@ class FrobMetric(MetricLearner):
         self.trace_ = trace
 
 
-class _TripletDual:
+class _CachedDual:
+    """A dual objective for L-BFGS-B: ``(value, gradient)`` cached at the last evaluated point
+    (the callback asks for the point just evaluated), its ``state`` for the trace, and the
+    primal matrix ``U diag(λ) Uᵀ`` that ``_evaluate`` leaves in ``_U``, ``_lam``."""
+
+    _point = None
+
+    def __call__(self, point):
+        if self._point is None or not np.array_equal(point, self._point):
+            self._evaluate(point)
+        return self._f, self._grad
+
+    def state(self, point):
+        self(point)
+        return self._state
+
+    def metric(self):
+        """The primal matrix at the last evaluated point."""
+        return (self._U * self._lam) @ self._U.T
+
+
+class _TripletDual(_CachedDual):
     """The dual Eq. (5) of (P3) on ``v = u·m/C₃ ∈ [0, 1]^m``, negated and scaled for minimisation.
 
     ``f(v) = (m/C₃)·(½‖(Σ u_r A_r)₊‖²_F − Σ u_r)`` and ``∇f(v)_r = ⟨A_r, X_u⟩ − 1`` (= −g_r of the
@@ -172,7 +193,7 @@ class _TripletDual:
         self.X = X - X.mean(axis=0)  # differences unchanged; less round-off in X̄ᵀ L X̄ and X̄ F
         self.m = len(triplets)
         self.c = C / self.m  # the box bound C₃/m: u = c·v
-        self._v = None
+        self._point = None
 
     def pair_weights(self, v):
         """Signed weights w of the distinct pairs: ``Σ_r u_r A_r = Dᵀ diag(w) D``."""
@@ -193,22 +214,10 @@ class _TripletDual:
         dual = self.c * v.sum() - 0.5 * sq_norm
         grad = margin - 1.0
         pg = np.abs(np.clip(v - grad, 0.0, 1.0) - v).max()
-        self._v = v.copy()
+        self._point = v.copy()
         self._f, self._grad = -dual / self.c, grad
         self._state = {"objective": dual, "primal": primal, "gap": primal - dual, "pg_norm": pg}
 
-    def __call__(self, v):
-        if self._v is None or not np.array_equal(v, self._v):
-            self._evaluate(v)
-        return self._f, self._grad
-
-    def state(self, v):
-        self(v)
-        return self._state
-
-    def metric(self):
-        """``X_u`` at the last evaluated point."""
-        return (self._U * self._lam) @ self._U.T
 
 
 def _run_lbfgsb(fun, x0, bounds, *, start, stop, max_iter, max_corrections, gtol, ftol):
@@ -373,13 +382,13 @@ def _stack_constraints(A, d):
     return out
 
 
-class _SDPDual:
+class _SDPDual(_CachedDual):
     """Eq. (10) and its gradient; ``X_u = −σ(C + Â)₋``, cached at the last evaluated point."""
 
     def __init__(self, C, A, b, sigma, eq):
         self.C, self.A, self.b, self.sigma, self.eq = C, A, b, sigma, eq
         self.lower = np.where(eq, -np.inf, 0.0)
-        self._u = None
+        self._point = None
 
     def _evaluate(self, u):
         d = self.C.shape[0]
@@ -394,20 +403,9 @@ class _SDPDual:
         violation = np.where(self.eq, np.abs(residual), np.maximum(0.0, -residual))
         primal = float(np.sum(self.C * X)) + float(self._lam @ self._lam) / (2 * self.sigma)
         pg = np.abs(np.maximum(u - residual, self.lower) - u)
-        self._u = u.copy()
+        self._point = u.copy()
         self._f, self._grad = f, residual
         self._state = {"objective": -f, "primal": primal,
                        "infeasibility": float(violation.max(initial=0.0)),
                        "pg_norm": float(pg.max(initial=0.0))}
 
-    def __call__(self, u):
-        if self._u is None or not np.array_equal(u, self._u):
-            self._evaluate(u)
-        return self._f, self._grad
-
-    def state(self, u):
-        self(u)
-        return self._state
-
-    def metric(self):
-        return (self._U * self._lam) @ self._U.T
