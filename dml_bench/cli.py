@@ -1,4 +1,4 @@
-"""The ``dmlbench`` command line: run, report, check, validate, datasets, fetch, solvers."""
+"""The ``dmlbench`` command line: run, report, reproduce, check, validate, datasets, fetch, solvers."""
 
 from __future__ import annotations
 
@@ -98,10 +98,17 @@ def run(obj, config, n_jobs, backend, scheduler, timing, force, results_dir):
 
 @main.command()
 @click.argument("results_dirs", nargs=-1, type=click.Path(file_okay=False, exists=True))
+@click.option("--all", "all_targets", is_flag=True,
+              help="Write RESULTS_ROOT/REPRODUCTION.md and .html over every reproduction target.")
+@click.option("--results-root", type=click.Path(file_okay=False), default="results",
+              show_default=True, help="With --all: where the targets' results are.")
 @click.option("--readme", type=click.Path(dir_okay=False, exists=True),
               help="Also regenerate the status table between the markers of this README.")
-def report(results_dirs, readme):
-    """Write summary.csv, table.tex and paper comparisons for RESULTS_DIRS."""
+def report(results_dirs, all_targets, results_root, readme):
+    """Write summary.csv, table.tex, figures and paper comparisons for RESULTS_DIRS.
+
+    With --all, also the reproduction report of every target (dml_bench/targets.yaml).
+    """
     from .report import ReportError, update_readme_status, write_report
 
     for directory in results_dirs:
@@ -110,10 +117,89 @@ def report(results_dirs, readme):
                 click.echo(f"{kind}: {path}")
         except ReportError as exc:
             _fail(str(exc), code=1)
+    table = None
+    if all_targets:
+        from .reproduction_report import summary_markdown, write_reproduction_report
+
+        Path(results_root).mkdir(parents=True, exist_ok=True)
+        md, page, entries = write_reproduction_report(results_root)
+        click.echo(f"{md}\n{page}")
+        table = summary_markdown(entries)
+    elif not results_dirs:
+        _fail("give RESULTS_DIRS or --all")
     if readme:
-        root = Path(results_dirs[0]).parent if results_dirs else Path("results")
-        changed = update_readme_status(Path(readme), root)
+        root = Path(results_dirs[0]).parent if results_dirs else Path(results_root)
+        changed = update_readme_status(Path(readme), root, table)
         click.echo(f"{readme}: status table {'updated' if changed else 'unchanged'}")
+
+
+@main.command()
+@click.argument("targets", nargs=-1)
+@click.option("--all", "all_targets", is_flag=True, help="Every target that can run here.")
+@click.option("--quick", is_flag=True,
+              help="The reduced version (targets.yaml `quick:`), into results/<name>_quick.")
+@click.option("--check", "check_baseline", is_flag=True,
+              help="With --quick: compare each result with results/baselines/<id>_quick.csv.")
+@click.option("-j", "--n-jobs", type=int, help="Parallel tasks (overrides the config).")
+@click.option("--force", is_flag=True, help="Recompute tasks already in runs.csv.")
+@click.option("--results-dir", type=click.Path(file_okay=False), default="results",
+              show_default=True)
+@click.pass_obj
+def reproduce(obj, targets, all_targets, quick, check_baseline, n_jobs, force, results_dir):
+    """Reproduce paper TARGETS (ids as `dmlbench reproduce --list`; e.g. ying2012-table4).
+
+    Each target runs its config (resuming earlier runs) and writes its report; one that cannot
+    run here (data not available, protocol not supported) says why and makes the command exit
+    with status 3 — unless --all, which skips it.
+    """
+    from .config import ConfigError
+    from .reproduction import TargetUnavailable, load_targets, reproduce as run_target
+
+    registry = load_targets()
+    if all_targets:
+        targets = [t.id for t in registry.values() if not t.same_runs
+                   and (not quick or t.quick)]
+    if not targets:
+        for t in registry.values():
+            click.echo(f"{t.id:22s} {t.item}: {t.what}")
+        return
+    from .registry import UnknownNameError
+
+    for tid in targets:
+        if tid not in registry:
+            _fail(str(UnknownNameError("reproduction target", tid, list(registry))))
+    unavailable, failed = [], []
+    for tid in targets:
+        try:
+            record = run_target(tid, quick=quick, results_root=results_dir, mirror=obj["mirror"],
+                                cache_dir=obj["cache_dir"], n_jobs=n_jobs, force=force,
+                                echo=lambda m: click.echo(m, err=True))
+        except TargetUnavailable as exc:
+            click.secho(str(exc), fg="yellow", err=True)
+            unavailable.append(tid)
+            continue
+        except ConfigError as exc:
+            _fail(f"{tid}: {exc}")
+        click.echo(f"{tid}: {record['ran']} tasks run, {record['done_before']} already done, "
+                   f"{record['failed']} failed; {record['wall_seconds']} s → "
+                   f"{Path(results_dir) / record['experiment']}")
+        if record["failed"]:
+            failed.append(tid)
+        if check_baseline:
+            from .check import check_against_baseline
+
+            baseline = Path(results_dir) / "baselines" / f"{tid}_quick.csv"
+            if not baseline.is_file():
+                _fail(f"baseline {baseline} does not exist (create it with `dmlbench check "
+                      f"{Path(results_dir) / record['experiment']} --baseline {baseline} --update`)")
+            ok, table = check_against_baseline(Path(results_dir) / record["experiment"], baseline)
+            click.echo(table.to_string(index=False))
+            if not ok:
+                failed.append(tid)
+    if failed:
+        _fail(f"failed or regressed: {', '.join(failed)}", code=1)
+    if unavailable and not all_targets:
+        sys.exit(3)
 
 
 @main.command()
@@ -151,7 +237,9 @@ def check(results_dir, baseline, update):
 def validate(config):
     """Check CONFIG without running anything."""
     exp = _load(config)
-    n = sum((d.n_splits or exp.n_splits) for d in exp.datasets) * len(exp.solvers)
+    from .runner import all_tasks
+
+    n = sum(1 for _ in all_tasks(exp))
     click.echo(f"{config}: ok ({len(exp.datasets)} datasets × {len(exp.solvers)} solvers, "
                f"{n} tasks)")
 

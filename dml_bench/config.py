@@ -39,6 +39,38 @@ class DatasetEntry:
     preprocessing: Preprocessing
     n_samples: int | None = None
     n_splits: int | None = None
+    solvers: tuple[str, ...] | None = None  # solver labels run on this dataset (None: all)
+
+
+@dataclass(frozen=True)
+class Tune:
+    """A solver's hyper-parameter search: a grid, chosen by k-NN error on nested folds.
+
+    ``grid`` is ``((parameter, (values, ...)), ...)``; exactly one of ``cv`` (k-fold on the
+    training part) and ``validation`` (the held-out validation part) is set.
+    """
+
+    grid: tuple
+    cv: int | None = None
+    validation: float | None = None
+
+    def points(self) -> list[dict]:
+        """Every grid point, in grid order (the first parameter varies slowest)."""
+        import itertools
+
+        names = [name for name, _ in self.grid]
+        return [dict(zip(names, values))
+                for values in itertools.product(*(values for _, values in self.grid))]
+
+    def folds(self) -> list[tuple]:
+        """The evaluation folds of one outer split (see :func:`splits.tuning_parts`)."""
+        if self.cv:
+            return [("cv", self.cv, i) for i in range(self.cv)]
+        return [("validation",)]
+
+    def to_dict(self) -> dict:
+        out = {"grid": {name: list(values) for name, values in self.grid}}
+        return {**out, "cv": self.cv} if self.cv else {**out, "validation": self.validation}
 
 
 @dataclass(frozen=True)
@@ -46,6 +78,7 @@ class SolverEntry:
     name: str
     label: str
     params: dict = field(default_factory=dict)
+    tune: Tune | None = None
 
 
 @dataclass(frozen=True)
@@ -62,10 +95,14 @@ class Experiment:
     n_splits: int = 10
     seed: int = 0
     stratify: bool = True
+    predefined: bool = False
     generator: str = "knn_triplets"
     generator_params: dict = field(default_factory=lambda: {"k": 3})
     knn_k: int = 3
     tie_break: str = "nearest"
+    save_traces: bool = False
+    figures: tuple = ()
+    notes: dict = field(default_factory=dict)
     n_jobs: int = 1
     backend: str = "loky"
     scheduler: str | None = None
@@ -77,14 +114,21 @@ class Experiment:
             "name": self.name, "description": self.description,
             "paper_table": list(self.paper_table) or None,
             "datasets": [{"name": d.name, "label": d.label, **asdict(d.preprocessing),
-                          "n_samples": d.n_samples, "n_splits": d.n_splits} for d in self.datasets],
+                          "n_samples": d.n_samples, "n_splits": d.n_splits,
+                          **({"solvers": list(d.solvers)} if d.solvers else {})}
+                         for d in self.datasets],
             "split": {"train_fraction": self.train_fraction,
                       "validation_fraction": self.validation_fraction, "n_splits": self.n_splits,
-                      "seed": self.seed, "stratify": self.stratify},
+                      "seed": self.seed, "stratify": self.stratify,
+                      **({"predefined": True} if self.predefined else {})},
             "constraints": {"generator": self.generator, "params": dict(self.generator_params)},
-            "solvers": [{"name": s.name, "label": s.label, "params": dict(s.params)}
+            "solvers": [{"name": s.name, "label": s.label, "params": dict(s.params),
+                         **({"tune": s.tune.to_dict()} if s.tune else {})}
                         for s in self.solvers],
-            "evaluation": {"knn_k": self.knn_k, "tie_break": self.tie_break},
+            "evaluation": {"knn_k": self.knn_k, "tie_break": self.tie_break,
+                           "save_traces": self.save_traces},
+            "figures": [dict(f) for f in self.figures],
+            "notes": dict(self.notes),
             "execution": {"n_jobs": self.n_jobs, "backend": self.backend,
                           "scheduler": self.scheduler, "timing": self.timing},
         }
@@ -94,15 +138,23 @@ class Experiment:
 # key → (accepted types, default); None default with no type check means "optional"
 _TOP = {"name": (str, ...), "description": (str, ""), "paper_table": ((str, list), None),
         "datasets": (list, ...), "split": (dict, {}), "constraints": (dict, {}),
-        "solvers": (list, ...), "evaluation": (dict, {}), "execution": (dict, {})}
+        "solvers": (list, ...), "evaluation": (dict, {}), "execution": (dict, {}),
+        "figures": (list, []), "notes": (dict, {})}
 _DATASET = {"name": (str, ...), "label": (str, None), "normalize": (str, "zscore"),
             "pca": (int, None), "sqrt": (bool, False), "downscale": (int, None),
-            "n_samples": (int, None), "n_splits": (int, None)}
+            "n_samples": (int, None), "n_splits": (int, None), "solvers": (list, None)}
 _SPLIT = {"train_fraction": ((int, float), 0.7), "validation_fraction": ((int, float), 0.0),
-          "n_splits": (int, 10), "seed": (int, 0), "stratify": (bool, True)}
+          "n_splits": (int, 10), "seed": (int, 0), "stratify": (bool, True),
+          "predefined": (bool, False)}
 _CONSTRAINTS = {"generator": (str, "knn_triplets"), "params": (dict, {"k": 3})}
-_SOLVER = {"name": (str, ...), "label": (str, None), "params": (dict, {})}
-_EVALUATION = {"knn_k": (int, 3), "tie_break": (str, "nearest")}
+_SOLVER = {"name": (str, ...), "label": (str, None), "params": (dict, {}), "tune": (dict, None)}
+_TUNE = {"grid": (dict, ...), "cv": (int, None), "validation": ((int, float), None)}
+_EVALUATION = {"knn_k": (int, 3), "tie_break": (str, "nearest"), "save_traces": (bool, False)}
+_FIGURE = {"name": (str, ...), "kind": (str, ...), "x": (str, ...), "y": (str, ...),
+           "panels": (str, "dataset"), "series": (str, "label"), "logx": (bool, False),
+           "logy": (bool, False), "title": (str, "")}
+FIGURE_KINDS = ("trace", "sweep", "bar")
+FIGURE_GROUPS = ("dataset", "label", "solver", "none")
 _EXECUTION = {"n_jobs": (int, 1), "backend": (str, "loky"), "scheduler": (str, None),
               "timing": (bool, False)}
 
@@ -206,6 +258,11 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
             "split.validation_fraction",
             f"must be in [0, 1 - train_fraction), got {split['validation_fraction']}")
     r.check(split["n_splits"] >= 1, "split.n_splits", "must be at least 1")
+    if split["predefined"]:
+        r.check(split["n_splits"] == 1, "split.n_splits",
+                "must be 1 with split.predefined (the dataset's own train/test parts)")
+        r.check(split["validation_fraction"] == 0, "split.validation_fraction",
+                "must be 0 with split.predefined (tune with `cv:` on the training part instead)")
     cons = r.section(top["constraints"], _CONSTRAINTS, "constraints")
     r.name(GENERATORS, cons["generator"], "constraints.generator")
     _check_params(r, GENERATORS[cons["generator"]], cons["params"], "constraints.params")
@@ -229,9 +286,12 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
                 f"must be one of {', '.join(NORMALIZATIONS)}, got {d['normalize']!r}")
         for key in ("pca", "downscale", "n_samples", "n_splits"):
             r.check(d[key] is None or d[key] >= 1, f"{p}.{key}", "must be at least 1")
+        if split["predefined"]:
+            r.check(d["n_samples"] is None and (d["n_splits"] or 1) == 1, p,
+                    "n_samples and n_splits > 1 do not apply with split.predefined")
         prep = Preprocessing(d["normalize"], d["pca"], d["sqrt"], d["downscale"])
         datasets.append(DatasetEntry(d["name"], d["label"] or d["name"], prep, d["n_samples"],
-                                     d["n_splits"]))
+                                     d["n_splits"], tuple(d["solvers"]) if d["solvers"] else None))
     _unique(r, [d.label for d in datasets], "datasets", "dataset label")
 
     r.check(len(top["solvers"]) > 0, "solvers", "needs at least one solver")
@@ -242,8 +302,13 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
         r.name(SOLVERS, s["name"], f"{p}.name", extra=PLANNED)
         if s["name"] in SOLVERS:
             _check_params(r, SOLVERS[s["name"]], s["params"], f"{p}.params")
-        solvers.append(SolverEntry(s["name"], s["label"] or s["name"], dict(s["params"])))
+        tune = s["tune"] and _read_tune(r, s, split, f"{p}.tune")
+        solvers.append(SolverEntry(s["name"], s["label"] or s["name"], dict(s["params"]), tune))
     _unique(r, [s.label for s in solvers], "solvers", "solver label")
+    for i, d in enumerate(datasets):
+        unknown = sorted(set(d.solvers or ()) - {s.label for s in solvers})
+        r.check(not unknown, f"datasets[{i}].solvers",
+                f"unknown solver label(s) {unknown}; labels: {', '.join(s.label for s in solvers)}")
 
     paper = top["paper_table"]
     paper = tuple([paper] if isinstance(paper, str) else paper or [])
@@ -261,13 +326,71 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
         solvers=tuple(solvers), paper_table=paper, train_fraction=float(split["train_fraction"]),
         validation_fraction=float(split["validation_fraction"]),
         n_splits=split["n_splits"], seed=split["seed"], stratify=split["stratify"],
+        predefined=split["predefined"],
         generator=cons["generator"], generator_params=dict(cons["params"]),
-        knn_k=evaluation["knn_k"], tie_break=evaluation["tie_break"], n_jobs=execution["n_jobs"],
+        knn_k=evaluation["knn_k"], tie_break=evaluation["tie_break"],
+        save_traces=evaluation["save_traces"], figures=_read_figures(r, top["figures"], evaluation),
+        notes={str(k): str(v) for k, v in top["notes"].items()}, n_jobs=execution["n_jobs"],
         backend=execution["backend"], scheduler=execution["scheduler"], timing=execution["timing"],
     )
     if check_data:
         _check_class_sizes(r, exp)
     return exp
+
+
+def _read_figures(r: _Reader, figures: list, evaluation: dict) -> tuple:
+    """``figures:`` entries (plotted by ``dmlbench report``, see :mod:`dml_bench.figures`)."""
+    out = []
+    for i, entry in enumerate(figures):
+        p = f"figures[{i}]"
+        f = r.section(entry, _FIGURE, p)
+        r.check(f["kind"] in FIGURE_KINDS, f"{p}.kind",
+                f"must be one of {', '.join(FIGURE_KINDS)}, got {f['kind']!r}")
+        for key in ("panels", "series"):
+            r.check(f[key] in FIGURE_GROUPS or f[key].startswith("solver."), f"{p}.{key}",
+                    f"must be one of {', '.join(FIGURE_GROUPS)} or solver.<parameter>, "
+                    f"got {f[key]!r}")
+        if f["kind"] == "trace":
+            r.check(evaluation["save_traces"], f"{p}.kind",
+                    "trace figures need `evaluation: {save_traces: true}`")
+        elif f["kind"] == "bar":
+            r.check(f["x"] in FIGURE_GROUPS or f["x"].startswith("solver."), f"{p}.x",
+                    f"a bar chart's x is one of {', '.join(FIGURE_GROUPS)} or solver.<parameter>")
+        else:
+            r.check(f["x"].split(".")[0] in ("dataset", "solver") and "." in f["x"], f"{p}.x",
+                    "a sweep's x is `dataset.<preprocessing field>` or `solver.<parameter>`, "
+                    f"got {f['x']!r}")
+        out.append(f)
+    _unique(r, [f["name"] for f in out], "figures", "figure name")
+    return tuple(out)
+
+
+def _read_tune(r: _Reader, solver: dict, split: dict, path: str) -> Tune:
+    """A solver's ``tune:`` block: ``grid`` plus ``cv: k`` or ``validation: fraction``."""
+    from .solvers import SOLVERS
+
+    t = r.section(solver["tune"], _TUNE, path)
+    r.check(bool(t["grid"]), f"{path}.grid", "needs at least one parameter")
+    if solver["name"] in SOLVERS:
+        _check_params(r, SOLVERS[solver["name"]], t["grid"], f"{path}.grid")
+    for name, values in t["grid"].items():
+        r.check(isinstance(values, list) and len(values) > 0, f"{path}.grid.{name}",
+                f"must be a non-empty list of values, got {values!r}")
+        r.check(name not in solver["params"], f"{path}.grid.{name}",
+                "is also fixed in params: give it in one place")
+    r.check((t["cv"] is None) != (t["validation"] is None), path,
+            "give exactly one of `cv: <folds>` (k-fold on the training part) and "
+            "`validation: <fraction>` (the held-out validation part)")
+    if t["cv"] is not None:
+        r.check(t["cv"] >= 2, f"{path}.cv", f"must be at least 2 folds, got {t['cv']}")
+    else:
+        r.check(t["validation"] > 0, f"{path}.validation", "must be a fraction in (0, 1)")
+        r.check(math.isclose(t["validation"], split["validation_fraction"]), f"{path}.validation",
+                f"is {t['validation']} but split.validation_fraction is "
+                f"{split['validation_fraction']}: every solver of an experiment shares one "
+                "train/validation/test split, so set split.validation_fraction to the same value")
+    grid = tuple((name, tuple(values)) for name, values in t["grid"].items())
+    return Tune(grid, t["cv"], None if t["cv"] else float(t["validation"]))
 
 
 def _check_params(r: _Reader, target, params: dict, path: str):
@@ -292,6 +415,8 @@ def _check_class_sizes(r: _Reader, exp: Experiment):
 
     from .datasets import dataset_status, load_dataset
 
+    if "k" not in inspect.signature(GENERATORS[exp.generator]).parameters:
+        return  # random generators have no k targets per point
     k = exp.generator_params.get("k", 3)
     for i, entry in enumerate(exp.datasets):
         if dataset_status(entry.name) == "network needed":

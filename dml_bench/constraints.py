@@ -99,3 +99,56 @@ def knn_triplets(X: np.ndarray, y: np.ndarray, k: int = 3) -> Constraints:
         np.tile(impostors, (1, k)).ravel(),
     ])
     return Constraints(similar, dissimilar, triplets)
+
+
+@GENERATORS.register("knn_pairs")
+def knn_pairs(X: np.ndarray, y: np.ndarray, k: int = 3) -> Constraints:
+    """Labelled pairs from k targets and k impostors per point (Kunapuli & Shavlik 2012, §7.1).
+
+    The similar pairs (y = +1) are ``(i, target)`` and the dissimilar pairs (y = −1) are
+    ``(i, impostor)`` of :func:`knn_triplets`; no triplets are formed.
+    """
+    c = knn_triplets(X, y, k)
+    return Constraints(c.similar, c.dissimilar, np.empty((0, 3), dtype=np.intp))
+
+
+@GENERATORS.register("random_triplets")
+def random_triplets(X, y: np.ndarray, n_triplets: int = 10000,
+                    random_state: int = 0) -> Constraints:
+    """Random label triplets, "similar to Qian et al. (2015a)" (Zhang & Zhang 2017, §Experiments).
+
+    Qian et al. (2015a) and Zhang & Zhang (2017) train on triplets ``(x_i, x_j, x_k)`` with
+    ``x_j`` of ``x_i``'s class and ``x_k`` of another class, sampled at random; the exact
+    procedure could not be checked against the paper text here, so what is implemented is stated
+    precisely: each of the ``n_triplets`` triplets draws its anchor ``i`` uniformly among the
+    points whose class has at least two points, ``j ≠ i`` uniformly within ``i``'s class and ``k``
+    uniformly among the points of the other classes (independent draws, with replacement across
+    triplets), from ``numpy.random.default_rng(random_state)``. Only the labels are used, so ``X``
+    may be a ``scipy.sparse`` matrix (or anything with ``len``). No pairs are formed.
+    """
+    y = np.asarray(y)
+    classes, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
+    if len(classes) < 2:
+        raise ValueError("random_triplets needs at least two classes in the training part")
+    if n_triplets < 1:
+        raise ValueError(f"n_triplets must be >= 1, got {n_triplets}")
+    if X.shape[0] != len(y):
+        raise ValueError(f"X has {X.shape[0]} rows but y has {len(y)} labels")
+    rng = np.random.default_rng(random_state)
+    order = np.argsort(inverse, kind="stable")            # points grouped by class
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    anchors_ok = np.flatnonzero(counts[inverse] >= 2)
+    i = anchors_ok[rng.integers(len(anchors_ok), size=n_triplets)]
+    ci = inverse[i]
+    # j: uniform over the class of i without i itself (draw among n_c − 1 and skip i's slot)
+    pos_i = np.empty(len(y), dtype=np.intp)
+    pos_i[order] = np.arange(len(y)) - starts[inverse[order]]
+    r = rng.integers(counts[ci] - 1)
+    r += r >= pos_i[i]
+    j = order[starts[ci] + r]
+    # k: uniform over the points outside the class of i
+    r = rng.integers(len(y) - counts[ci])
+    r += np.where(r >= starts[ci], counts[ci], 0)
+    k = order[r]
+    empty = np.empty((0, 2), dtype=np.intp)
+    return Constraints(empty, empty.copy(), np.column_stack([i, j, k]).astype(np.intp))

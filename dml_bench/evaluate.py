@@ -52,3 +52,36 @@ def knn_predict(X_train, y_train, X_test, k: int = 3, tie_break: str = "nearest"
 def knn_error(X_train, y_train, X_test, y_test, k: int = 3, tie_break: str = "nearest") -> float:
     """Fraction of misclassified test points by :func:`knn_predict`."""
     return float(np.mean(knn_predict(X_train, y_train, X_test, k, tie_break) != y_test))
+
+
+def model_error(model, X_train, y_train, X_test, y_test, k: int = 3,
+                tie_break: str = "nearest") -> float:
+    """Test error of a fitted solver: k-NN in its learned space, or its own predictions.
+
+    Metric learners (``model.evaluation == "knn"``, the default) are evaluated by
+    :func:`knn_error` on ``transform``-ed points; classifiers compared in the papers' tables (the
+    RBF SVM of Shen et al. 2014, ``evaluation == "predict"``) by their ``predict``.
+    """
+    if getattr(model, "evaluation", "knn") == "predict":
+        return float(np.mean(model.predict(X_test) != y_test))
+    return knn_error(model.transform(X_train), y_train, model.transform(X_test), y_test, k,
+                     tie_break)
+
+
+def spectrum_counts(components: np.ndarray, energy: float = 0.9,
+                    rtol: float = 1e-8) -> tuple[int, int]:
+    """Sparsity of a learned metric's spectrum (Kunapuli & Shavlik 2012, §7.2, Table 3).
+
+    The eigenvalues of ``M = LᵀL`` are the squared singular values of ``L`` (``components``,
+    r × d: never forms the d × d metric). Returns ``(n_nonzero, n_energy)``: ``‖λ‖₀`` with
+    eigenvalues below ``rtol · λ_max`` counted as zero, and the smallest r with
+    ``Σ_{i≤r} λ_(i) ≥ energy · Σ_i λ_i`` (eigenvalues in decreasing order), "the number of
+    eigenvalues required to account for 90 % of the cumulative energy of the metric".
+    """
+    lam = np.linalg.svd(np.asarray(components, dtype=float), compute_uv=False) ** 2
+    if lam.size == 0 or lam.max() <= 0:
+        return 0, 0
+    n_nonzero = int(np.sum(lam > rtol * lam.max()))
+    cumulative = np.cumsum(np.sort(lam)[::-1])
+    n_energy = int(np.searchsorted(cumulative, energy * cumulative[-1] * (1 - 1e-12)) + 1)
+    return n_nonzero, n_energy

@@ -1,8 +1,10 @@
 """Preprocessing fitted on the training part of a split and applied to its test part.
 
 Steps run in a fixed order: ``downscale`` (image block averaging) → ``sqrt`` → ``normalize``
-(``zscore`` / ``minmax`` / ``none``) → ``pca``. Papers differ on normalisation (Ying & Li 2012 does
-not state it; Shen et al.'s Euclidean errors imply none), so it is always explicit in the config.
+(``zscore`` / ``minmax`` / ``maxabs`` / ``none``) → ``pca``. Papers differ on normalisation (Ying &
+Li 2012 does not state it; Shen et al.'s Euclidean errors imply none), so it is always explicit in
+the config. Sparse (CSR) data stay sparse: only ``none`` and ``maxabs`` (which keeps zeros zero)
+apply to them; steps that would densify are refused with the reason.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse
 from sklearn.decomposition import PCA
 
-NORMALIZATIONS = ("none", "zscore", "minmax")
+NORMALIZATIONS = ("none", "zscore", "minmax", "maxabs")
 
 
 @dataclass(frozen=True)
@@ -21,8 +24,10 @@ class Preprocessing:
 
     Parameters
     ----------
-    normalize : {"none", "zscore", "minmax"}
-        Per-feature scaling fitted on the training part (constant features are left centred).
+    normalize : {"none", "zscore", "minmax", "maxabs"}
+        Per-feature scaling fitted on the training part (constant features are left centred);
+        ``maxabs`` divides each feature by its largest absolute training value (no shift), the
+        one that keeps sparse data sparse.
     pca : int or None
         Number of principal components kept (fitted on the training part).
     sqrt : bool
@@ -43,6 +48,8 @@ class Preprocessing:
 
     def apply(self, X_train, X_test, image_shape=None):
         """Fit on ``X_train`` and transform both parts; returns ``(X_train, X_test)``."""
+        if scipy.sparse.issparse(X_train):
+            return self._apply_sparse(X_train, X_test)
         if self.downscale:
             if image_shape is None:
                 raise ValueError("downscale needs a dataset with an image_shape")
@@ -51,7 +58,10 @@ class Preprocessing:
             if X_train.min() < 0 or X_test.min() < 0:
                 raise ValueError("sqrt preprocessing needs non-negative features")
             X_train, X_test = np.sqrt(X_train), np.sqrt(X_test)
-        if self.normalize != "none":
+        if self.normalize == "maxabs":
+            scale = _maxabs(X_train)
+            X_train, X_test = X_train / scale, X_test / scale
+        elif self.normalize != "none":
             shift, scale = _normalization(X_train, self.normalize)
             X_train, X_test = (X_train - shift) / scale, (X_test - shift) / scale
         if self.pca:
@@ -59,6 +69,28 @@ class Preprocessing:
             pca = PCA(n_components=n_comp, svd_solver="full").fit(X_train)
             X_train, X_test = pca.transform(X_train), pca.transform(X_test)
         return np.ascontiguousarray(X_train), np.ascontiguousarray(X_test)
+
+
+    def _apply_sparse(self, X_train, X_test):
+        dense_steps = [name for name, on in (("downscale", self.downscale), ("sqrt", self.sqrt),
+                                             ("pca", self.pca),
+                                             (f"normalize: {self.normalize}",
+                                              self.normalize not in ("none", "maxabs"))) if on]
+        if dense_steps:
+            raise ValueError(f"{', '.join(dense_steps)} would densify sparse data; use "
+                             "normalize: none or maxabs")
+        X_train, X_test = scipy.sparse.csr_matrix(X_train), scipy.sparse.csr_matrix(X_test)
+        if self.normalize == "maxabs":
+            inv = scipy.sparse.diags(1.0 / _maxabs(X_train))
+            X_train, X_test = (X_train @ inv).tocsr(), (X_test @ inv).tocsr()
+        return X_train, X_test
+
+
+def _maxabs(X) -> np.ndarray:
+    """Largest absolute value per feature (1 for all-zero features)."""
+    peak = np.asarray(abs(X).max(axis=0).todense() if scipy.sparse.issparse(X)
+                      else np.abs(X).max(axis=0)).ravel()
+    return np.where(peak > 0, peak, 1.0)
 
 
 def _normalization(X: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:

@@ -22,7 +22,8 @@ import pandas as pd
 import yaml
 
 from .papers import PaperTable, load_paper_table
-from .results import RunStore
+from .figures import write_figures
+from .results import RUN_COLUMNS, RunStore
 
 RUNS_FILE = "runs.csv"
 CONFIG_FILE = "config.yaml"
@@ -78,6 +79,8 @@ def read_runs(results_dir: Path | str) -> pd.DataFrame:
     if not runs["error"].between(0, 1).all():
         raise ReportError(f"{path}: 'error' must be a fraction in [0, 1]")
     runs = runs.drop_duplicates("task_id", keep="last")
+    # columns added after the file was written (older versions) read as empty
+    runs = runs.reindex(columns=list(dict.fromkeys([*runs.columns, *RUN_COLUMNS])))
     return runs.astype({c: str for c in _TEXT_COLUMNS}).reset_index(drop=True)
 
 
@@ -95,6 +98,10 @@ def read_config(results_dir: Path | str) -> dict[str, Any]:
     return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
 
 
+#: per-run counts of the learned spectrum (``evaluate.spectrum_counts``; Kunapuli Table 3)
+SPARSITY = ("n_nonzero_eigenvalues", "n_features_90_energy")
+
+
 def summarize(runs: pd.DataFrame, config: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """Aggregate runs over splits, per (dataset, solver label).
 
@@ -110,7 +117,8 @@ def summarize(runs: pd.DataFrame, config: Mapping[str, Any] | None = None) -> pd
     -------
     pandas.DataFrame
         Columns ``dataset, label, solver, error_mean, error_std, error_n, fit_time_mean,
-        fit_time_std, fit_cpu_time_mean, n_iter_mean, n_test_mean``; errors in percent, stds with
+        fit_time_std, fit_cpu_time_mean, n_iter_mean, n_test_mean`` and the spectrum counts
+        ``n_nonzero_eigenvalues_mean/_std``, ``n_features_90_energy_mean/_std``; errors in percent, stds with
         ddof=1 (NaN for a single split). Without ``config``, rows keep first-appearance order.
     """
     summary = (
@@ -126,6 +134,7 @@ def summarize(runs: pd.DataFrame, config: Mapping[str, Any] | None = None) -> pd
             fit_cpu_time_mean=("fit_cpu_time", "mean"),
             n_iter_mean=("n_iter", "mean"),
             n_test_mean=("n_test", "mean"),
+            **{f"{q}_{stat}": (q, stat) for q in SPARSITY for stat in ("mean", "std")},
         )
         .reset_index()
     )
@@ -341,8 +350,9 @@ def write_report(results_dir: Path | str) -> dict[str, Path]:
     -------
     dict of str to Path
         File name → path of every file written: ``summary.csv``, ``table.tex``,
-        ``table_time.tex`` and, per paper table ``<paper>/<table>`` of the config,
-        ``comparison_<paper>_<table>.csv`` and ``.tex``.
+        ``table_time.tex``, per paper table ``<paper>/<table>`` of the config
+        ``comparison_<paper>_<table>.csv`` and ``.tex``, and per ``figures:`` entry
+        ``figures/<name>.csv/.png/.pdf`` (:mod:`dml_bench.figures`).
 
     Raises
     ------
@@ -362,7 +372,10 @@ def write_report(results_dir: Path | str) -> dict[str, Path]:
         stem = "comparison_" + key.replace("/", "_")
         outputs[f"{stem}.csv"] = comparison
         outputs[f"{stem}.tex"] = comparison_to_latex(comparison)
-    return {name: _write(results_dir / name, content) for name, content in outputs.items()}
+    written = {name: _write(results_dir / name, content) for name, content in outputs.items()}
+    for name, paths in write_figures(results_dir, runs, config).items():
+        written.update({f"figures/{p.name}": p for p in paths})
+    return written
 
 
 def _write(path: Path, content: str | pd.DataFrame) -> Path:
@@ -419,7 +432,8 @@ def _largest_gap(ran: pd.DataFrame, is_time: bool) -> str:
     return f"{value} ({worst['dataset']}/{worst['solver']})"
 
 
-def update_readme_status(readme: Path | str, results_root: Path | str) -> bool:
+def update_readme_status(readme: Path | str, results_root: Path | str,
+                         table: str | None = None) -> bool:
     """Regenerate the status table between the README's status markers.
 
     Parameters
@@ -428,6 +442,9 @@ def update_readme_status(readme: Path | str, results_root: Path | str) -> bool:
         A Markdown file containing ``<!-- status:start -->`` and ``<!-- status:end -->``.
     results_root : path-like
         Passed to :func:`status_markdown`.
+    table : str, optional
+        The Markdown to put between the markers instead (``dmlbench report --all``: the
+        reproduction summary).
 
     Returns
     -------
@@ -445,7 +462,8 @@ def update_readme_status(readme: Path | str, results_root: Path | str) -> bool:
     if start < 0 or end < start:
         raise ReportError(f"{readme} needs the markers {STATUS_START} ... {STATUS_END}, in order")
     head = text[: start + len(STATUS_START)]
-    new = f"{head}\n{status_markdown(results_root)}\n{text[end:]}"
+    body = table if table is not None else status_markdown(results_root)
+    new = f"{head}\n{body}\n{text[end:]}"
     if new == text:
         return False
     readme.write_text(new, encoding="utf-8")

@@ -17,27 +17,38 @@ import os
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 RUN_COLUMNS = [
     "task_id", "experiment", "dataset", "split", "seed", "solver", "label", "solver_params",
     "preprocessing", "constraints", "n_train", "n_test", "n_features", "n_classes", "n_similar",
     "n_dissimilar", "n_triplets", "knn_k", "tie_break", "error", "fit_time", "fit_cpu_time",
-    "constraint_time", "n_iter", "objective", "converged", "blas_threads", "n_jobs",
-    "timing_mode", "dmlbench_version", "finished_at",
+    "constraint_time", "n_iter", "objective", "converged", "n_nonzero_eigenvalues",
+    "n_features_90_energy", "tuned_params", "tuning_error",
+    "tuning_time", "blas_threads", "n_jobs", "timing_mode", "dmlbench_version", "finished_at",
 ]
+#: ``tuning.csv``: one row per (task, grid point, fold) fit of a ``tune:`` block
+TUNE_COLUMNS = ["task_id", "outer_task_id", "experiment", "dataset", "split", "label", "fold",
+                "params", "error", "fit_time", "n_fit", "n_eval", "finished_at"]
 ERROR_COLUMNS = ["task_id", "experiment", "dataset", "split", "label", "error_type", "message",
                  "finished_at"]
 
 
 class RunStore:
-    """Append-only task log of one experiment (``runs.csv``, failures in ``errors.csv``)."""
+    """Append-only task log of one experiment (``runs.csv``, failures in ``errors.csv``).
 
-    def __init__(self, directory: str | Path):
+    ``name``/``columns`` select another log of the same folder (``tuning.csv`` with
+    :data:`TUNE_COLUMNS`). A log written by an older version with other columns is rewritten
+    with the current columns (missing ones empty) before the next row is appended.
+    """
+
+    def __init__(self, directory: str | Path, name: str = "runs", columns: list[str] = RUN_COLUMNS):
         self.dir = Path(directory)
-        self.runs = self.dir / "runs.csv"
+        self.columns = list(columns)
+        self.runs = self.dir / f"{name}.csv"
         self.errors = self.dir / "errors.csv"
-        self.superseded = self.dir / "runs_superseded.csv"
+        self.superseded = self.dir / f"{name}_superseded.csv"
         self._lock_path = self.dir / ".runs.lock"
 
     @contextlib.contextmanager
@@ -53,12 +64,12 @@ class RunStore:
     def read(self) -> pd.DataFrame:
         """All complete rows (a half-written last line from a killed run is ignored)."""
         if not self.runs.exists() or self.runs.stat().st_size == 0:
-            return pd.DataFrame(columns=RUN_COLUMNS)
+            return pd.DataFrame(columns=self.columns)
         text = self.runs.read_text()
         if not text.endswith("\n"):
             text = text[: text.rfind("\n") + 1]
         if not text:  # only a half-written header line (killed during the first write)
-            return pd.DataFrame(columns=RUN_COLUMNS)
+            return pd.DataFrame(columns=self.columns)
         return pd.read_csv(io.StringIO(text), dtype={"task_id": str})
 
     def finished(self, require_timing: bool = False) -> set[str]:
@@ -76,21 +87,36 @@ class RunStore:
             if len(keep) == len(runs) and (not self.runs.exists()
                                            or self.runs.read_bytes().endswith(b"\n")):
                 return
-            _atomic_write(self.runs, keep.reindex(columns=RUN_COLUMNS).to_csv(index=False,
-                                                                               lineterminator="\n"))
+            _atomic_write(self.runs, keep.reindex(columns=self.columns).to_csv(
+                index=False, lineterminator="\n"))
 
     def archive(self, task_ids: set[str]) -> None:
         """Move rows of ``task_ids`` (tasks no longer in the config) to ``runs_superseded.csv``."""
         moved = self.read()
         moved = moved[moved["task_id"].isin(task_ids)]
-        moved = moved.reindex(columns=RUN_COLUMNS).astype(object)
+        moved = moved.reindex(columns=self.columns).astype(object)
         for row in moved.where(moved.notna(), "").to_dict("records"):
-            self._append(self.superseded, row, RUN_COLUMNS)
+            self._append(self.superseded, row, self.columns)
         self.drop(task_ids)
 
     def append(self, row: dict) -> None:
         """Append one finished task."""
-        self._append(self.runs, row, RUN_COLUMNS)
+        self._append(self.runs, row, self.columns)
+
+    def write_trace(self, task_id: str, trace: dict) -> Path:
+        """``traces/<task_id>.csv``: a solver's per-iteration ``trace_`` (one column per key,
+        plus ``iteration`` from 1 unless the trace has its own), written atomically."""
+        frame = pd.DataFrame({k: pd.Series(np.asarray(v).ravel()) for k, v in trace.items()})
+        if "iteration" not in frame:  # solvers that log every few iterations say which
+            frame.insert(0, "iteration", np.arange(1, len(frame) + 1))
+        path = self.dir / "traces" / f"{task_id}.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write(path, frame.to_csv(index=False, lineterminator="\n"))
+        return path
+
+    def read_trace(self, task_id: str) -> pd.DataFrame:
+        """The trace written by :meth:`write_trace`."""
+        return pd.read_csv(self.dir / "traces" / f"{task_id}.csv")
 
     def append_error(self, row: dict) -> None:
         """Record a failed task (it stays unfinished and is retried by the next run)."""
@@ -98,6 +124,7 @@ class RunStore:
 
     def _append(self, path: Path, row: dict, columns: list[str]) -> None:
         with self._locked():
+            _upgrade_columns(path, columns)
             header = not path.exists() or path.stat().st_size == 0
             data = _to_csv([row], columns, header).encode()
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -106,6 +133,18 @@ class RunStore:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+
+
+def _upgrade_columns(path: Path, columns: list[str]) -> None:
+    """Rewrite a log whose header is not ``columns`` (older version) with ``columns``."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with open(path) as fh:
+        header = fh.readline().rstrip("\n")
+    if header.split(",") == columns:
+        return
+    old = pd.read_csv(path, dtype={"task_id": str}).reindex(columns=columns)
+    _atomic_write(path, old.to_csv(index=False, lineterminator="\n"))
 
 
 def _to_csv(rows: list[dict], columns: list[str], header: bool) -> str:

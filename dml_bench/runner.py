@@ -30,9 +30,10 @@ from threadpoolctl import threadpool_limits
 from . import __version__
 from .config import DatasetEntry, Experiment, SolverEntry
 from .constraints import GENERATORS
-from .evaluate import knn_error
-from .results import RunStore
-from .splits import derive_seed, split_indices, subsample_indices
+from .evaluate import model_error, spectrum_counts
+from .results import TUNE_COLUMNS, RunStore
+from .splits import derive_seed, split_indices, subsample_indices, tuning_parts
+from .tuning import TuningIncomplete, run_tune_task, tune_tasks, with_choice
 
 BLAS_THREADS = 1
 
@@ -55,31 +56,45 @@ class Task:
     mirror: str | None
     cache_dir: str | None
     validation_fraction: float = 0.0
+    predefined: bool = False
+    save_traces: bool = False  # return the solver's per-iteration trace_ (not part of task_id)
+    # filled in from tuning.csv once the task's ``tune:`` fits are done (not part of task_id)
+    tuned: tuple = ()
+    tuning_error: float | None = None
+    tuning_time: float | None = None
 
     @property
     def task_id(self) -> str:
         """Hash of every setting that changes the task's result (not paths or n_jobs).
 
         The solver enters with all its effective parameters (defaults included), so changing a
-        default recomputes the tasks that relied on it.
+        default recomputes the tasks that relied on it; a ``tune:`` block enters as given (the
+        values it chooses follow from it).
         """
-        key = {"dataset": asdict(self.dataset), "split": self.split,
-               "solver": {"name": self.solver.name, "label": self.solver.label,
-                          "params": self.solver_params()},
+        solver = {"name": self.solver.name, "label": self.solver.label,
+                  "params": self.solver_params(tuned=False)}
+        if self.solver.tune:
+            solver["tune"] = self.solver.tune.to_dict()
+        dataset = asdict(self.dataset)
+        if dataset["solvers"] is None:  # keep the ids of configs without the restriction
+            del dataset["solvers"]
+        key = {"dataset": dataset, "split": self.split, "solver": solver,
                "seed": self.seed, "train_fraction": self.train_fraction,
                "validation_fraction": self.validation_fraction,
+               **({"predefined": True} if self.predefined else {}),
                "stratify": self.stratify, "generator": self.generator,
                "generator_params": self.generator_params, "knn_k": self.knn_k,
                "tie_break": self.tie_break}
         return hashlib.sha1(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
-    def solver_params(self) -> dict:
-        """The solver's parameters as it runs: the config's values over the defaults."""
+    def solver_params(self, tuned: bool = True) -> dict:
+        """The solver's parameters as it runs: tuned and config values over the defaults."""
         from .solvers import SOLVERS
 
+        params = {**self.solver.params, **dict(self.tuned)} if tuned else dict(self.solver.params)
         if self.solver.name not in SOLVERS:  # a planned solver: only the config's values exist
-            return dict(self.solver.params)
-        return SOLVERS[self.solver.name](**self.solver.params).get_params()
+            return params
+        return SOLVERS[self.solver.name](**params).get_params()
 
 
 @dataclass
@@ -116,10 +131,13 @@ def all_tasks(exp: Experiment, mirror: str | None = None, cache_dir: str | None 
     """Every (dataset, split, solver) task of ``exp``, runnable or not."""
     for entry in exp.datasets:
         for solver in exp.solvers:
+            if entry.solvers and solver.label not in entry.solvers:
+                continue  # the dataset entry restricts its solvers
             for split in range(entry.n_splits or exp.n_splits):
                 yield Task(exp.name, entry, split, solver, exp.seed, exp.train_fraction,
                            exp.stratify, exp.generator, tuple(sorted(exp.generator_params.items())),
-                           exp.knn_k, exp.tie_break, mirror, cache_dir, exp.validation_fraction)
+                           exp.knn_k, exp.tie_break, mirror, cache_dir, exp.validation_fraction,
+                           exp.predefined, exp.save_traces)
 
 
 def _data_problem(name: str, mirror, cache_dir) -> str | None:
@@ -132,29 +150,65 @@ def _data_problem(name: str, mirror, cache_dir) -> str | None:
     return None
 
 
-def prepare_split(task: Task):
-    """Preprocessed train/test parts and the constraints of the task's (dataset, split).
+def prepare_split(task: Task, fold: tuple | None = None):
+    """Preprocessed fit/evaluation parts and the constraints of the task's (dataset, split).
 
-    Returns ``(X_train, y_train, X_test, y_test, constraints, constraint_time, split_seed)``;
-    cached per worker, so every solver of the same (dataset, split) reuses them.
+    Without ``fold``: the outer training and test parts. With a tuning ``fold``
+    (:func:`splits.tuning_parts`): that fold's fit and held-out parts, both inside the outer
+    training (or validation) part. Preprocessing and constraints are fitted on the fit part only.
+
+    Returns ``(X_fit, y_fit, X_eval, y_eval, constraints, constraint_time, split_seed)``;
+    cached per worker, so every solver of the same (dataset, split, fold) reuses them.
     """
     return _prepare_split(task.dataset, task.split, task.seed, task.train_fraction,
-                          task.validation_fraction, task.stratify, task.generator,
-                          task.generator_params, task.mirror, task.cache_dir)
+                          task.validation_fraction, task.stratify, task.predefined,
+                          task.generator, task.generator_params, task.mirror, task.cache_dir,
+                          fold)
 
 
-@functools.lru_cache(maxsize=4)
-def _prepare_split(entry, split, seed, train_fraction, validation_fraction, stratify, generator,
-                   generator_params, mirror, cache_dir):
+def split_parts(task: Task) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Indices ``(train, validation, test, split_seed)`` of the task's outer split."""
+    _, y, meta = _load(task.dataset, task.seed, task.mirror, task.cache_dir)
+    split_seed = derive_seed(task.seed, task.dataset.name, task.split)
+    return (*_outer_split(y, meta, task.dataset.name, split_seed, task.train_fraction,
+                          task.validation_fraction, task.stratify, task.predefined), split_seed)
+
+
+def _outer_split(y, meta, name, split_seed, train_fraction, validation_fraction, stratify,
+                 predefined):
+    """``(train, validation, test)`` indices: random (:func:`split_indices`), or the dataset's
+    own train/test parts (``split.predefined``: e.g. optdigits' 3823/1797)."""
+    if not predefined:
+        return split_indices(y, train_fraction, split_seed, stratify, validation_fraction)
+    parts = meta.get("parts")
+    if not parts or set(parts) != {"train", "test"}:
+        raise ValueError(f"split.predefined: dataset {name!r} has no predefined train/test "
+                         "parts (datasets with them: see `dmlbench datasets`)")
+    n_train = parts["train"]
+    return np.arange(n_train), np.arange(0), np.arange(n_train, len(y))
+
+
+@functools.lru_cache(maxsize=2)
+def _load(entry, seed, mirror, cache_dir):
     from .datasets import load_dataset
 
     X, y, meta = load_dataset(entry.name, mirror=mirror, cache_dir=cache_dir)
     if entry.n_samples:
         keep = subsample_indices(y, entry.n_samples, derive_seed(seed, entry.name + ":subset", 0))
         X, y = X[keep], y[keep]
+    return X, y, meta
+
+
+@functools.lru_cache(maxsize=4)
+def _prepare_split(entry, split, seed, train_fraction, validation_fraction, stratify, predefined,
+                   generator, generator_params, mirror, cache_dir, fold):
+    X, y, meta = _load(entry, seed, mirror, cache_dir)
     split_seed = derive_seed(seed, entry.name, split)
-    # the validation part (if any) is held out of both: parameter choice will use it
-    train, _, test = split_indices(y, train_fraction, split_seed, stratify, validation_fraction)
+    # the validation part (if any) is held out of both: parameter choice uses it
+    train, validation, test = _outer_split(y, meta, entry.name, split_seed, train_fraction,
+                                           validation_fraction, stratify, predefined)
+    if fold is not None:
+        train, test = tuning_parts(y, train, validation, split_seed, fold, stratify)
     X_train, X_test = entry.preprocessing.apply(X[train], X[test], meta.get("image_shape"))
     t0 = time.perf_counter()
     constraints = GENERATORS[generator](X_train, y[train], **dict(generator_params))
@@ -169,20 +223,20 @@ def run_task(task: Task, blas_threads: int = BLAS_THREADS, n_jobs: int = 1,
     try:
         with threadpool_limits(limits=blas_threads):
             X_train, y_train, X_test, y_test, constraints, c_time, split_seed = prepare_split(task)
-            solver = SOLVERS[task.solver.name](**task.solver.params)
+            if task.solver.tune and not task.tuned:
+                raise TuningIncomplete("the task's tune: block has not been resolved")
+            solver = SOLVERS[task.solver.name](**{**task.solver.params, **dict(task.tuned)})
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # convergence is recorded in the row instead
                 wall, cpu = time.perf_counter(), time.process_time()
                 solver.fit(X_train, y_train, constraints=constraints)
                 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            error = knn_error(solver.transform(X_train), y_train, solver.transform(X_test), y_test,
-                              task.knn_k, task.tie_break)
+            error = model_error(solver, X_train, y_train, X_test, y_test, task.knn_k,
+                                task.tie_break)
+            sparsity = (spectrum_counts(solver.components_) if hasattr(solver, "components_")
+                        else (None, None))
     except Exception as exc:  # one broken task must not take the experiment down
-        return {"_failed": True, "task_id": task.task_id, "experiment": task.experiment,
-                "dataset": task.dataset.label, "split": task.split, "label": task.solver.label,
-                "error_type": type(exc).__name__,
-                "message": "".join(traceback.format_exception_only(exc)).strip()
-                + " | " + traceback.format_exc(limit=-3).replace("\n", " "), "finished_at": _now()}
+        return _failure_row(task, exc)
     return {
         "task_id": task.task_id, "experiment": task.experiment, "dataset": task.dataset.label,
         "split": task.split, "seed": split_seed, "solver": task.solver.name,
@@ -195,10 +249,24 @@ def run_task(task: Task, blas_threads: int = BLAS_THREADS, n_jobs: int = 1,
         "tie_break": task.tie_break, "error": error, "fit_time": wall, "fit_cpu_time": cpu,
         "constraint_time": c_time, "n_iter": getattr(solver, "n_iter_", None),
         "objective": getattr(solver, "objective_", None),
-        "converged": getattr(solver, "converged_", None), "blas_threads": blas_threads,
+        "converged": getattr(solver, "converged_", None),
+        "n_nonzero_eigenvalues": sparsity[0], "n_features_90_energy": sparsity[1],
+        "tuned_params": json.dumps(dict(task.tuned), sort_keys=True) if task.tuned else "",
+        "tuning_error": task.tuning_error, "tuning_time": task.tuning_time,
+        "blas_threads": blas_threads,
         "n_jobs": n_jobs, "timing_mode": timing_mode, "dmlbench_version": __version__,
         "finished_at": _now(),
+        **({"_trace": getattr(solver, "trace_", {})} if task.save_traces else {}),
     }
+
+
+def _failure_row(task: Task, exc: BaseException) -> dict:
+    """The ``errors.csv`` row of a task that raised ``exc``."""
+    return {"_failed": True, "task_id": task.task_id, "experiment": task.experiment,
+            "dataset": task.dataset.label, "split": task.split, "label": task.solver.label,
+            "error_type": type(exc).__name__,
+            "message": "".join(traceback.format_exception_only(exc)).strip()
+            + " | " + traceback.format_exc(limit=-3).replace("\n", " "), "finished_at": _now()}
 
 
 def _group_skipped(skipped: list, datasets: list[str]) -> dict[str, list[str]]:
@@ -256,36 +324,86 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
     done = set() if force else store.finished(require_timing=exp.timing)
     todo = [t for t in tasks if t.task_id not in done]
     store.drop({t.task_id for t in todo})  # stale rows of tasks about to be recomputed
+    tuning = RunStore(store.dir, "tuning", TUNE_COLUMNS)
+    tune_todo = _tuning_todo(tuning, list(all_tasks(exp, mirror, cache_dir)), todo, force)
     summary = RunSummary(total=len(tasks), done_before=len(tasks) - len(todo), skipped=skipped)
     if summary.done_before:
         echo(f"{summary.done_before} of {len(tasks)} tasks already in {store.runs}; "
              "running the rest (--force recomputes)")
+    if tune_todo:
+        echo(f"{len(tune_todo)} tuning fits (tune: blocks) first, logged to {tuning.runs}")
     n_jobs = 1 if exp.timing else exp.n_jobs
-    bar = progress(len(todo)) if progress else contextlib.nullcontext()
+    backend = "sequential" if exp.timing else exp.backend
+    bar = progress(len(todo) + len(tune_todo)) if progress else contextlib.nullcontext()
     with bar as b:
-        for row in _execute(todo, n_jobs, "sequential" if exp.timing else exp.backend,
-                            exp.scheduler, exp.timing):
-            if row.pop("_failed", False):
-                store.append_error(row)
-                summary.failed += 1
-                echo(f"\nFAILED {row['dataset']} split {row['split']} {row['label']}: "
-                     f"{row['message']}")
-            else:
-                store.append(row)
-                summary.ran += 1
+        for row in _execute(run_tune_task, tune_todo, n_jobs, backend, exp.scheduler):
+            _record(tuning, row, summary, echo, count=False)
+            if b is not None:
+                b.update(1)
+        final, failed = _resolve_tuning(todo, tuning)
+        for row in failed:
+            _record(store, row, summary, echo)
+            if b is not None:
+                b.update(1)
+        for row in _execute(functools.partial(run_task, n_jobs=n_jobs, timing_mode=exp.timing),
+                            final, n_jobs, backend, exp.scheduler):
+            _record(store, row, summary, echo)
             if b is not None:
                 b.update(1)
     return summary
 
 
-def _execute(tasks: list[Task], n_jobs: int, backend: str, scheduler: str | None,
-             timing: bool) -> Iterable[dict]:
-    """Yield result rows as tasks finish (unordered), with the requested backend."""
+def _tuning_todo(tuning: RunStore, every: list[Task], todo: list[Task], force: bool) -> list:
+    """Tuning fits still needed by ``todo``; tuning rows of tasks gone from the config (not in
+    ``every``) move to ``tuning_superseded.csv``; with ``force`` ``todo``'s fits are redone."""
+    wanted = {tt.task_id for t in every for tt in tune_tasks(t)}
+    stale = tuning.finished() - wanted
+    if stale:
+        tuning.archive(stale)
+    needed = [tt for t in todo for tt in tune_tasks(t)]
+    if force:
+        tuning.drop({tt.task_id for tt in needed})
+    done = tuning.finished()
+    return [tt for tt in needed if tt.task_id not in done]
+
+
+def _resolve_tuning(todo: list[Task], tuning: RunStore) -> tuple[list[Task], list[dict]]:
+    """Fill in the chosen parameters of tasks with a ``tune:`` block; failures as error rows."""
+    rows = tuning.read() if any(t.solver.tune for t in todo) else None
+    final, failed = [], []
+    for task in todo:
+        if not task.solver.tune:
+            final.append(task)
+            continue
+        try:
+            final.append(with_choice(task, rows))
+        except TuningIncomplete as exc:
+            failed.append(_failure_row(task, exc))
+    return final, failed
+
+
+def _record(store: RunStore, row: dict, summary: RunSummary, echo, count: bool = True) -> None:
+    """Append a finished row to ``store``, or a failed one to ``errors.csv`` (and say so)."""
+    trace = row.pop("_trace", None)
+    if row.pop("_failed", False):
+        store.append_error(row)
+        summary.failed += 1
+        echo(f"\nFAILED {row['dataset']} split {row['split']} {row['label']}: {row['message']}")
+    else:
+        if trace is not None:  # before the row: a row in runs.csv means its trace is there
+            store.write_trace(row["task_id"], trace)
+        store.append(row)
+        summary.ran += count
+
+
+def _execute(fn: Callable, tasks: list, n_jobs: int, backend: str,
+             scheduler: str | None) -> Iterable[dict]:
+    """Yield ``fn(task, BLAS_THREADS)`` rows as tasks finish (unordered), with the backend."""
     if not tasks:
         return
-    calls = (delayed(run_task)(t, BLAS_THREADS, n_jobs, timing) for t in tasks)
+    calls = (delayed(fn)(t, BLAS_THREADS) for t in tasks)
     if backend == "sequential" or n_jobs == 1 and backend != "dask":
-        yield from (run_task(t, BLAS_THREADS, n_jobs, timing) for t in tasks)
+        yield from (fn(t, BLAS_THREADS) for t in tasks)
     elif backend == "dask":
         with _dask_client(scheduler, n_jobs), parallel_config(backend="dask"):
             yield from Parallel(n_jobs=n_jobs, return_as="generator_unordered")(calls)

@@ -88,3 +88,40 @@ def subsample_indices(y: np.ndarray, n_samples: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     # ceil per class can overshoot by < n_classes points: drop the excess at random
     return np.sort(rng.choice(keep, n_samples, replace=False)) if len(keep) > n_samples else keep
+
+
+def tuning_parts(y: np.ndarray, train: np.ndarray, validation: np.ndarray, seed: int,
+                 fold: tuple, stratify: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Fit and evaluation indices of one tuning fold, nested inside an outer split.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n,)
+        Labels of the whole dataset.
+    train, validation : ndarray of int
+        The outer split's training and validation parts (:func:`split_indices`); the test part
+        is never an argument, so no tuning fold can touch it.
+    seed : int
+        The outer split's seed; the folds' seed derives from it.
+    fold : tuple
+        ``("cv", n_folds, i)``: fold ``i`` of a (stratified) ``n_folds``-fold partition of the
+        training part (Ying & Li §5: three-fold cross validation on the training data);
+        ``("validation",)``: fit on the training part, evaluate on the validation part (Shen et
+        al. 2010/2014's 70/15/15 protocol).
+
+    Returns
+    -------
+    fit, evaluate : ndarray of int
+        Sorted indices into ``y``.
+    """
+    if fold[0] == "validation":
+        if len(validation) == 0:
+            raise ValueError("validation tuning needs split.validation_fraction > 0")
+        return train, validation
+    _, n_folds, i = fold
+    rng = np.random.default_rng(derive_seed(seed, "tuning", n_folds))
+    groups = [train[y[train] == c] for c in np.unique(y[train])] if stratify else [train]
+    # deal the shuffled classes, one after the other, round-robin over the folds: every class is
+    # spread evenly and fold sizes differ by at most one
+    held = np.concatenate([rng.permutation(g) for g in groups])[i::n_folds]
+    return np.setdiff1d(train, held), np.sort(held)

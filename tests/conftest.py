@@ -46,3 +46,12 @@ def write_yaml(tmp_path):
         return path
 
     return write
+
+
+@pytest.fixture
+def planned(monkeypatch) -> str:
+    """A solver name that configs may use but that is not implemented (``solvers.PLANNED``)."""
+    from dml_bench.solvers import PLANNED
+
+    monkeypatch.setitem(PLANNED, "future_dml", "not implemented yet (a test's planned method)")
+    return "future_dml"

@@ -216,10 +216,10 @@ def test_round_trip_keeps_settings(write_yaml):
     assert exp.solvers[1].params == {"mu": 1e-4, "max_iter": 50}
 
 
-def test_planned_solver_is_accepted(write_yaml):
-    cfg = edited(solvers=[{"name": "euclidean"}, {"name": "svm", "params": {"anything": 1}}])
+def test_planned_solver_is_accepted(write_yaml, planned):
+    cfg = edited(solvers=[{"name": "euclidean"}, {"name": planned, "params": {"anything": 1}}])
     exp = load_config(write_yaml(cfg))
-    assert [s.name for s in exp.solvers] == ["euclidean", "svm"]
+    assert [s.name for s in exp.solvers] == ["euclidean", planned]
 
 
 def test_quickstart_config_is_valid():
@@ -266,3 +266,25 @@ def test_cli_validate_ok(write_yaml):
     result = CliRunner().invoke(main, ["validate", str(write_yaml(cfg, "good.yaml"))])
     assert result.exit_code == 0, result.output
     assert "ok (2 datasets × 2 solvers, 12 tasks)" in result.stdout
+
+
+def test_dataset_entries_can_restrict_their_solvers():
+    from dml_bench.runner import all_tasks
+
+    cfg = edited(datasets=[{"name": "wine", "solvers": ["dml"]}, {"name": "iris"}],
+                 solvers=[{"name": "euclidean"}, {"name": "dml_eig", "label": "dml"}])
+    exp = parse_config(cfg, source="t")
+    pairs = {(t.dataset.label, t.solver.label) for t in all_tasks(exp)}
+    assert pairs == {("wine", "dml"), ("iris", "euclidean"), ("iris", "dml")}
+    bad = edited(datasets=[{"name": "wine", "solvers": ["nope"]}])
+    with pytest.raises(ConfigError, match=r"datasets\[0\].solvers: unknown solver label"):
+        parse_config(bad, source="t")
+
+
+def test_random_generators_skip_the_k_class_size_check():
+    # k = 3 targets would need 4 training points per class; random triplets need labels only
+    cfg = edited(datasets=[{"name": "iris", "n_samples": 9}],
+                 constraints={"generator": "random_triplets", "params": {"n_triplets": 50}})
+    assert parse_config(cfg, source="t").generator == "random_triplets"
+    with pytest.raises(ConfigError, match="needs more than k training points"):
+        parse_config(edited(datasets=[{"name": "iris", "n_samples": 9}]), source="t")

@@ -150,7 +150,9 @@ def test_every_entry_is_documented(name):
     assert set(spec.papers) <= PAPERS and spec.description and spec.notes
     for fspec in spec.files:
         assert fspec.url or fspec.obtain, f"{fspec.relpath}: neither a download nor how to obtain it"
-    if name != "waveform_generated":  # the fallback: no paper reports on the generated draws
+    # no paper reports on the generated waveform fallback or on scikit-learn's digits (the LMNN
+    # benchmark size of issue #5)
+    if name not in ("waveform_generated", "digits"):
         assert spec.papers
 
 

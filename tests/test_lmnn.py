@@ -201,3 +201,39 @@ def test_convergence_warning_and_bad_parameters():
             LMNN(**params).fit(X, y, constraints=c)
     with pytest.raises(ValueError):
         LMNN().fit(X, None, constraints=c)  # recompute needs labels
+
+
+def test_validation_early_stopping_returns_the_best_checked_iterate():
+    from sklearn.neighbors import KNeighborsClassifier
+
+    from dml_bench.splits import train_test_split_indices
+
+    rng = np.random.default_rng(3)
+    X = np.vstack([rng.normal(0, 1, (40, 6)), rng.normal(0.8, 1, (40, 6))])
+    X[:, 3:] *= 8  # noisy, large dimensions the metric should shrink
+    y = np.repeat([0, 1], 40)
+    c = knn_triplets(X, y, k=3)
+    model = fit(X, y, c, validation=0.25, validation_every=5, patience=3, max_iter=400)
+    errs = model.trace_["validation_error"]
+    checked = np.flatnonzero(~np.isnan(errs))
+    assert checked[0] == 0 and np.all(np.diff(checked[1:]) == 5)  # iteration 1, then every 5
+    assert model.validation_error_ == pytest.approx(np.nanmin(errs))
+    # independent check of the returned metric's validation error (sklearn k-NN, same held-out
+    # part: the ceil(0.75·n_c) points per class drawn with random_state kept for training)
+    keep, held = train_test_split_indices(y, 0.75, 0)
+    knn = KNeighborsClassifier(3).fit(model.transform(X[keep]), y[keep])
+    assert np.mean(knn.predict(model.transform(X[held])) != y[held]) == \
+        pytest.approx(model.validation_error_, abs=1 / len(held) + 1e-12)  # vote ties may differ
+    # stopping: the run ends once `patience` checks in a row did not improve on the best
+    after_best = errs[checked[checked > model.best_iter_ - 1]]
+    if model.n_iter_ < 400:
+        assert len(after_best) >= 3
+        assert np.all(errs[checked][-3:] >= model.validation_error_)
+
+
+def test_validation_zero_is_off():
+    X, y, c = tiny_problem(0)
+    model = fit(X, y, c)
+    assert model.validation_error_ is None and np.isnan(model.trace_["validation_error"]).all()
+    with pytest.raises(ValueError, match="validation"):
+        fit(X, y, c, validation=1.0)

@@ -11,7 +11,7 @@ from dml_bench.preprocess import NORMALIZATIONS, Preprocessing, downscale_images
 
 
 def test_names():
-    assert set(NORMALIZATIONS) == {"none", "zscore", "minmax"}
+    assert set(NORMALIZATIONS) == {"none", "zscore", "minmax", "maxabs"}
 
 
 def test_zscore_uses_training_statistics_only():
@@ -162,3 +162,21 @@ def test_downscale_in_pipeline():
 def test_invalid_normalize():
     with pytest.raises(ValueError, match="normalize"):
         Preprocessing("l2")
+
+
+def test_maxabs_scales_by_the_training_peak_and_keeps_sparse_data_sparse():
+    import scipy.sparse as sp
+
+    X_train = np.array([[2.0, 0.0, -4.0], [1.0, 0.0, 2.0]])
+    X_test = np.array([[4.0, 3.0, 1.0]])
+    dense = Preprocessing("maxabs").apply(X_train, X_test)
+    np.testing.assert_allclose(dense[0], [[1.0, 0.0, -1.0], [0.5, 0.0, 0.5]])
+    np.testing.assert_allclose(dense[1], [[2.0, 3.0, 0.25]])  # all-zero feature: scale 1
+    sparse = Preprocessing("maxabs").apply(sp.csr_matrix(X_train), sp.csr_matrix(X_test))
+    assert all(sp.isspmatrix_csr(part) for part in sparse)
+    for got, want in zip(sparse, dense):
+        np.testing.assert_allclose(got.toarray(), want)
+    with pytest.raises(ValueError, match="would densify"):
+        Preprocessing("zscore").apply(sp.csr_matrix(X_train), sp.csr_matrix(X_test))
+    with pytest.raises(ValueError, match="pca"):
+        Preprocessing("none", pca=2).apply(sp.csr_matrix(X_train), sp.csr_matrix(X_test))

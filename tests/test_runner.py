@@ -335,7 +335,7 @@ def test_failing_task_in_parallel(tmp_path):
 # --------------------------------------------------------------------------- (f) skipped
 
 
-def test_planned_solver_and_unavailable_dataset_are_skipped(tmp_path, monkeypatch):
+def test_planned_solver_and_unavailable_dataset_are_skipped(tmp_path, monkeypatch, planned):
     monkeypatch.delenv("DMLBENCH_DATA_MIRROR", raising=False)
     attempts = []
 
@@ -345,31 +345,31 @@ def test_planned_solver_and_unavailable_dataset_are_skipped(tmp_path, monkeypatc
 
     monkeypatch.setattr(urllib.request, "urlopen", offline)
     exp = experiment(datasets=[{"name": "wine"}, {"name": "pima"}],
-                     solvers=[{"name": "euclidean"}, {"name": "svm"}],
+                     solvers=[{"name": "euclidean"}, {"name": planned}],
                      execution={"n_jobs": 1})
     summary, messages = quiet_run(exp, tmp_path)
     assert (summary.total, summary.ran, summary.failed) == (2, 2, 0)  # wine × euclidean × 2
     skipped = {(d, s): reason for d, s, reason in summary.skipped}
-    assert set(skipped) == {("wine", "svm"), ("pima", "euclidean"), ("pima", "svm")}
-    assert "not implemented" in skipped[("wine", "svm")]
+    assert set(skipped) == {("wine", planned), ("pima", "euclidean"), ("pima", planned)}
+    assert "not implemented" in skipped[("wine", planned)]
     assert skipped[("pima", "euclidean")].startswith("data not available")
-    assert skipped[("pima", "svm")].startswith("data not available")
+    assert skipped[("pima", planned)].startswith("data not available")
     assert attempts  # the loader tried (and failed) to fetch pima instead of crashing
-    assert any(m.startswith("skipped pima × euclidean, pima × svm: data not available")
+    assert any(m.startswith(f"skipped pima × euclidean, pima × {planned}: data not available")
                for m in messages)
-    assert any(m.startswith("skipped wine × svm: not implemented") for m in messages)
+    assert any(m.startswith(f"skipped wine × {planned}: not implemented") for m in messages)
     runs = runs_of(tmp_path)
     assert set(runs["dataset"]) == {"wine"} and set(runs["label"]) == {"euclidean"}
     assert not (tmp_path / "quick" / "errors.csv").exists()
 
 
-def test_plan_with_check_data():
-    exp = experiment(solvers=[{"name": "euclidean"}, {"name": "svm"}])
+def test_plan_with_check_data(planned):
+    exp = experiment(solvers=[{"name": "euclidean"}, {"name": planned}])
     tasks, skipped = plan(exp, check_data=lambda name: "gone" if name == "iris" else None)
     assert [(t.dataset.name, t.split, t.solver.name) for t in tasks] == \
         [("wine", 0, "euclidean"), ("wine", 1, "euclidean")]
-    assert [(d, s) for d, s, _ in skipped] == [("wine", "svm"), ("iris", "euclidean"),
-                                               ("iris", "svm")]
+    assert [(d, s) for d, s, _ in skipped] == [("wine", planned), ("iris", "euclidean"),
+                                               ("iris", planned)]
     assert skipped[1][2] == "gone"
 
 

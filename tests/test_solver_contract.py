@@ -14,13 +14,19 @@ from scipy.sparse.linalg import eigsh
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
-from dml_bench.solvers import SOLVERS
+from dml_bench.solvers import SOLVERS, MetricLearner
+
+#: every registered metric learner (the registry also holds the SVM classifier baseline)
+LEARNERS = sorted(n for n in SOLVERS if issubclass(SOLVERS[n], MetricLearner))
 
 QUICK = {"dml_eig": {"max_iter": 20}, "lmnn_eig": {"max_iter": 20},
          "sdpmetric": {"max_iter": 15, "tol": 0}, "boostmetric": {"max_iter": 15},
          "frobmetric": {"max_iter": 15}, "xing": {"max_iter": 20}, "lmnn": {"max_iter": 20},
          "nca": {"max_iter": 5}, "ldml": {"max_iter": 20}, "lda": {}, "pca": {}, "rca": {},
-         "itml": {"max_iter": 3}}
+         "itml": {"max_iter": 3}, "pola": {}, "mdml": {"log_every": 100},
+         "sgd_incsvd": {"max_iter": 10, "step": 0.01}, "gd": {"max_iter": 5, "step": 0.01},
+         "sgd": {"max_iter": 10, "step": 0.01}, "sgd_batch": {"max_iter": 10, "step": 0.01},
+         "fw": {"max_iter": 5}, "sgd_one": {"max_iter": 10, "step": 0.01}}
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +43,10 @@ def fit(name, X, y):
 
 
 def test_every_solver_has_quick_settings_here():
-    assert set(SOLVERS) - {"euclidean"} == set(QUICK)
+    assert set(LEARNERS) - {"euclidean"} == set(QUICK)
 
 
-@pytest.mark.parametrize("name", sorted(SOLVERS))
+@pytest.mark.parametrize("name", LEARNERS)
 def test_fitted_metric_contract(name, data):
     X, y = data
     model = fit(name, X, y)
@@ -55,12 +61,17 @@ def test_fitted_metric_contract(name, data):
     assert model.constraint_kind in ("none", "pairs", "triplets", "labels")
     assert isinstance(model.n_iter_, (int, np.integer)) and isinstance(model.trace_, dict)
     if model.n_iter_:
-        assert len(model.trace_["time"]) == model.n_iter_
+        counter = model.trace_.get("iteration", model.trace_.get("n_updates"))
+        if counter is None:  # one record per iteration
+            assert len(model.trace_["time"]) == model.n_iter_
+        else:  # a record every few iterations, numbered, the last at the end
+            assert len(counter) == len(model.trace_["time"]) and counter[-1] == model.n_iter_
+            assert np.all(np.diff(counter) > 0)
         assert np.all(np.diff(model.trace_["time"]) >= 0)
     assert clone(model).get_params() == model.get_params()
 
 
-@pytest.mark.parametrize("name", sorted(set(SOLVERS) - {"euclidean"}))
+@pytest.mark.parametrize("name", sorted(set(LEARNERS) - {"euclidean"}))
 def test_result_does_not_depend_on_earlier_arpack_calls(name, data):
     X, y = data
     first = fit(name, X, y).metric_

@@ -76,6 +76,13 @@ _sklearn_bundled(
     "UCI Breast Cancer Wisconsin (Diagnostic), WDBC: malignant / benign",
     ("ying2012", "kunapuli2012"),  # Kunapuli et al. Table 2 "breast": 397 + 172 rows, 30 dims
 )
+_sklearn_bundled(
+    "digits",
+    "load_digits",
+    (1797, 64, 10),
+    "8×8 handwritten digits (the test part of UCI Optdigits, 16 grey levels)",
+    (),  # no paper table; the LMNN benchmark size (1797 × 64) of issue #5
+)
 
 # --------------------------------------------------------------------------- UCI text files
 

@@ -96,6 +96,13 @@ class PaperTable:
         return ""
 
 
+def paper_citation(paper: str) -> str:
+    """The citation of ``paper`` (the stem of its ``<paper>.yaml``)."""
+    if not (PAPERS_DIR / f"{paper}.yaml").is_file():
+        raise UnknownNameError("paper", paper, sorted(p.stem for p in PAPERS_DIR.glob("*.yaml")))
+    return " ".join(str(_load_paper(paper)["citation"]).split())
+
+
 def list_paper_tables() -> list[str]:
     """All table keys available, e.g. ``["ying2012/table4", "ying2012/table5"]``.
 

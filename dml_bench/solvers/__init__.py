@@ -14,7 +14,12 @@ from .frobmetric import FrobMetric, solve_frobenius_sdp
 from .itml import ITML
 from .lmnn import LMNN
 from .lmnn_eig import LMNNEig
+from .lowrank_sgd import (LowRankFW, LowRankGD, LowRankSGD, LowRankSGDBatch, LowRankSGDOne,
+                          SGDIncSVD)
+from .mdml import MDML
+from .pola import POLA
 from .sdpmetric import SDPMetric
+from .svm import SVM
 from .xing import Xing
 
 SOLVERS = Registry("solver")
@@ -32,10 +37,18 @@ SOLVERS.register("pca", PCAMetric)
 SOLVERS.register("rca", RCA)
 SOLVERS.register("ldml", LDML)
 SOLVERS.register("itml", ITML)
+SOLVERS.register("svm", SVM)
+SOLVERS.register("pola", POLA)
+SOLVERS.register("mdml", MDML)
+SOLVERS.register("sgd_incsvd", SGDIncSVD)
+SOLVERS.register("gd", LowRankGD)
+SOLVERS.register("sgd", LowRankSGD)
+SOLVERS.register("sgd_batch", LowRankSGDBatch)
+SOLVERS.register("fw", LowRankFW)
+SOLVERS.register("sgd_one", LowRankSGDOne)
 
-PLANNED = {
-    "svm": "not implemented yet (issue #5: an RBF SVC classifier, evaluated without k-NN)",
-}
+PLANNED: dict[str, str] = {}
 
 __all__ = ["SOLVERS", "PLANNED", "MetricLearner", "BoostMetric", "DMLEig", "Euclidean", "FrobMetric",
-           "ITML", "LDA", "LDML", "LMNN", "NCA", "PCAMetric", "RCA", "LMNNEig", "SDPMetric", "Xing", "solve_frobenius_sdp"]
+           "ITML", "LDA", "LDML", "LMNN", "LowRankFW", "LowRankGD", "LowRankSGD", "LowRankSGDBatch",
+           "LowRankSGDOne", "MDML", "NCA", "PCAMetric", "POLA", "RCA", "LMNNEig", "SDPMetric", "SGDIncSVD", "SVM", "Xing", "solve_frobenius_sdp"]

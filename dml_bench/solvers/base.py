@@ -21,6 +21,8 @@ class MetricLearner(TransformerMixin, BaseEstimator):
     """Mahalanobis metric learner: ``d_M(x, z)² = (x − z)ᵀ M (x − z)``."""
 
     constraint_kind: ClassVar[str] = "none"
+    #: solvers that work on ``scipy.sparse`` CSR input without densifying ``X`` set this
+    accepts_sparse: ClassVar[bool] = False
 
     def fit(self, X, y=None, constraints: Constraints | None = None):
         """Learn the metric.
@@ -39,7 +41,8 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         -------
         self
         """
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2,
+                          accept_sparse="csr" if self.accepts_sparse else False)
         if self.constraint_kind in ("pairs", "triplets") and constraints is None:
             if y is None:
                 raise ValueError(f"{type(self).__name__} needs labels y or constraints")
@@ -53,8 +56,9 @@ class MetricLearner(TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Map ``X`` into the learned space: ``X Lᵀ`` (Euclidean there = ``d_M`` here)."""
         check_is_fitted(self, "components_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return X @ self.components_.T
+        X = validate_data(self, X, dtype=np.float64, reset=False,
+                          accept_sparse="csr" if self.accepts_sparse else False)
+        return np.asarray(X @ self.components_.T)
 
     def pair_distances(self, X, pairs):
         """Squared Mahalanobis distances of ``pairs`` (rows of indices into ``X``), row-wise."""

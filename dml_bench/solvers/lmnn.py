@@ -43,6 +43,8 @@ import numpy as np
 import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
 
+from ..evaluate import knn_error
+from ..splits import train_test_split_indices
 from .base import MetricLearner
 from .linalg import components_from_psd, pair_sq_distances, weighted_pair_outer_sum
 
@@ -86,6 +88,19 @@ class LMNN(MetricLearner):
         ``s = smoothing · margin``. ``objective_`` is always the exact ε.
     chunk_size : int, default=2**22
         Number of distances computed at once by the impostor search.
+    validation : float, default=0.0
+        Early stopping as the authors' code's ``pars.validation``: this fraction of the training
+        points (stratified, drawn with ``random_state``) is held out of the loss; every
+        ``validation_every`` iterations the 3-NN error of the held-out points (references: the
+        remaining training points, mapped by the current L) is measured, the best L is kept,
+        and the run stops after ``patience`` checks without improvement. Triplets involving a
+        held-out point are dropped. 0 disables it.
+    validation_every : int, default=10
+        Iterations between two validation checks (the code's ``valcount``).
+    patience : int, default=5
+        Checks without a lower validation error before stopping.
+    random_state : int, default=0
+        Seed of the validation draw.
 
     Attributes
     ----------
@@ -99,10 +114,14 @@ class LMNN(MetricLearner):
     converged_ : bool
     n_active_ : int
         Active (positive-hinge) triplets at the returned L.
+    best_iter_ : int
+        With ``validation``: the iteration whose L is returned (lowest validation error).
+    validation_error_ : float or None
+        With ``validation``: that lowest validation error.
     trace_ : dict of ndarray
         Per iteration: ``objective`` (ε at the current iterate), ``grad_norm`` (‖∇ε‖_F w.r.t. the
-        optimised variable at the current iterate), ``step`` (α), ``n_active`` and ``time``
-        (seconds since the start of ``fit``).
+        optimised variable at the current iterate), ``step`` (α), ``n_active``, ``time``
+        (seconds since the start of ``fit``) and ``validation_error`` (NaN where not measured).
 
     Notes
     -----
@@ -111,8 +130,6 @@ class LMNN(MetricLearner):
     left; it is minimised by the degenerate L → 0, which LMNN's scale-fixing margin is meant to
     prevent. The solver then stops at once (``converged_ = True``, ``n_iter_ = 0``) and returns
     L = I.
-
-    Validation-based early stopping (the code's ``pars.validation``) is not implemented.
 
     References
     ----------
@@ -126,7 +143,8 @@ class LMNN(MetricLearner):
 
     def __init__(self, mu=0.5, margin=1.0, max_iter=1000, tol=1e-7, step_size=None,
                  step_growth=1.01, impostors="recompute", update_every=10, solver="L",
-                 smoothing=1e-6, chunk_size=2**22):
+                 smoothing=1e-6, chunk_size=2**22, validation=0.0, validation_every=10,
+                 patience=5, random_state=0):
         self.mu = mu
         self.margin = margin
         self.max_iter = max_iter
@@ -138,6 +156,10 @@ class LMNN(MetricLearner):
         self.solver = solver
         self.smoothing = smoothing
         self.chunk_size = chunk_size
+        self.validation = validation
+        self.validation_every = validation_every
+        self.patience = patience
+        self.random_state = random_state
 
     def _check_params(self):
         if self.impostors not in IMPOSTOR_MODES:
@@ -152,6 +174,8 @@ class LMNN(MetricLearner):
                              "update_every >= 1, chunk_size >= 1 and smoothing > 0")
         if self.step_size is not None and not self.step_size > 0:
             raise ValueError(f"step_size must be positive or None, got {self.step_size!r}")
+        if not (0 <= self.validation < 1 and self.validation_every >= 1 and self.patience >= 1):
+            raise ValueError("need 0 <= validation < 1, validation_every >= 1 and patience >= 1")
 
     def _fit(self, X, y, constraints):
         self._check_params()
@@ -161,6 +185,7 @@ class LMNN(MetricLearner):
         if recompute and y is None:
             raise ValueError("impostors='recompute' needs the labels y")
         T = np.asarray(constraints.triplets, dtype=np.intp).reshape(-1, 3)
+        X, y, T, held_out = self._hold_out(X, y, T)
         if len(T) == 0:
             raise ValueError("LMNN needs at least one triplet (target neighbours)")
         mu = self.mu
@@ -182,10 +207,14 @@ class LMNN(MetricLearner):
         smooth = self.margin if self.solver == "M" else 0.0
         smooth_min = self.smoothing * self.margin if self.solver == "M" else 0.0
         loss, state = prob.loss(L, smooth)
-        trace = {k: [] for k in ("objective", "grad_norm", "step", "n_active", "time")}
+        trace = {k: [] for k in ("objective", "grad_norm", "step", "n_active", "time",
+                                 "validation_error")}
+        best = (np.inf, L, 0)  # (validation error, L, iteration)
         if state[2].sum() == 0:  # no active triplet: nothing to push, see Notes
+            self.validation_error_, self.best_iter_ = None, 0
             self._finish(L, loss, 0, True, int(state[2].sum()), trace, start)
             return
+        checks_since_best = 0
         G = prob.gradient(state)
         grad = 2 * L @ G if self.solver == "L" else G
         x_norm = np.linalg.norm(L if self.solver == "L" else M)
@@ -219,9 +248,19 @@ class LMNN(MetricLearner):
                 accepted.append(loss)
             else:
                 alpha *= 0.5
+            val_err = np.nan
+            if held_out is not None and (it % self.validation_every == 0 or it == 1):
+                val_err = knn_error(X @ L.T, y, held_out[0] @ L.T, held_out[1])
+                checks_since_best = 0 if val_err < best[0] else checks_since_best + 1
+                if val_err <= best[0]:  # ties: keep the later (longer trained) iterate
+                    best = (val_err, L, it)
             for key, val in zip(trace, (loss, np.linalg.norm(grad), alpha,
-                                        int(state[2].sum()), time.perf_counter() - start)):
+                                        int(state[2].sum()), time.perf_counter() - start,
+                                        val_err)):
                 trace[key].append(val)
+            if held_out is not None and checks_since_best >= self.patience:
+                converged = True  # early stopping: the validation error stopped improving
+                break
             stalled = alpha < alpha_min
             if stalled or (len(accepted) >= 4 and
                            np.max(np.abs(np.diff(accepted[-4:]))) <= self.tol * abs(loss)):
@@ -251,10 +290,33 @@ class LMNN(MetricLearner):
         if not converged:
             warnings.warn(f"LMNN did not converge in {self.max_iter} iterations "
                           f"(loss {loss:.6g})", ConvergenceWarning)
+        if held_out is not None:
+            val_err = knn_error(X @ L.T, y, held_out[0] @ L.T, held_out[1])
+            if val_err <= best[0]:
+                best = (val_err, L, it)
+            L = best[1]
+        self.validation_error_ = None if held_out is None else float(best[0])
+        self.best_iter_ = int(best[2]) if held_out is not None else int(it)
         if recompute:  # the loss over all impostors at the returned L
             prob.set_impostors(*_search_impostors(X, y, targets, L, self.margin, self.chunk_size))
         loss, state = prob.loss(L)  # the exact (unsmoothed) ε
         self._finish(L, loss, it, converged, int(state[2].sum()), trace, start)
+
+    def _hold_out(self, X, y, T):
+        """Remove the validation part (``validation``) from the data and the triplets.
+
+        Returns ``(X, y, T, held_out)`` with ``held_out = (X_val, y_val)`` or None.
+        """
+        if not self.validation:
+            return X, y, T, None
+        if y is None:
+            raise ValueError("validation needs the labels y")
+        keep, held = train_test_split_indices(y, 1 - self.validation, self.random_state)
+        new_index = np.full(len(y), -1)
+        new_index[keep] = np.arange(len(keep))
+        T = new_index[T]
+        T = T[(T >= 0).all(axis=1)]
+        return X[keep], y[keep], T, (X[held], y[held])
 
     def _finish(self, L, loss, n_iter, converged, n_active, trace, start):
         self.components_ = components_from_psd(L.T @ L)
@@ -264,7 +326,8 @@ class LMNN(MetricLearner):
         self.converged_ = bool(converged)
         self.n_active_ = n_active
         if not trace["objective"]:
-            for key, val in zip(trace, (loss, 0.0, 0.0, n_active, time.perf_counter() - start)):
+            for key, val in zip(trace, (loss, 0.0, 0.0, n_active, time.perf_counter() - start,
+                                        np.nan)):
                 trace[key].append(val)
         self.trace_ = {k: np.asarray(v) for k, v in trace.items()}
 

@@ -1,0 +1,166 @@
+"""Reproduction targets (``dml_bench/targets.yaml``): one per table or figure of the papers.
+
+``dmlbench reproduce <id>`` runs a target's config (resumable, like ``dmlbench run``) and writes
+its report, or exits with the reason it cannot run here (data not available, protocol not
+supported). ``--quick`` runs the target's reduced version (``quick:``: fewer data sets, splits
+and solvers) into ``results/<name>_quick``, the one CI checks against
+``results/baselines/<id>_quick.csv``. ``dmlbench report --all`` writes ``results/REPRODUCTION.md``
+and ``REPRODUCTION.html`` from whatever results exist (:mod:`dml_bench.reproduction_report`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import yaml
+
+from .config import Experiment, load_config
+from .registry import Registry
+
+TARGETS_FILE = Path(__file__).parent / "targets.yaml"
+RUN_RECORD = "reproduce.json"
+
+
+class TargetUnavailable(RuntimeError):
+    """A target that cannot be reproduced here; the message says why."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One table or figure of a paper and how it is reproduced (see ``targets.yaml``)."""
+
+    id: str
+    paper: str
+    item: str
+    what: str
+    config: str | None = None
+    same_runs: str | None = None
+    tables: tuple[str, ...] = ()
+    figures: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
+    unsupported: str | None = None
+    quick: dict = field(default_factory=dict)
+    notes: str = ""
+
+
+def load_targets(path: Path = TARGETS_FILE) -> Registry:
+    """The targets of ``targets.yaml``, in file order, as a registry (unknown ids list the valid)."""
+    registry = Registry("reproduction target")
+    for tid, spec in yaml.safe_load(path.read_text(encoding="utf-8"))["targets"].items():
+        spec = dict(spec)
+        for key in ("tables", "figures", "requires"):
+            spec[key] = tuple(spec.get(key) or ())
+        spec["notes"] = " ".join(str(spec.get("notes") or "").split())
+        if spec.get("unsupported"):
+            spec["unsupported"] = " ".join(spec["unsupported"].split())
+        registry.register(tid, Target(id=tid, **spec))
+    return registry
+
+
+def config_target(target: Target, targets: Registry) -> Target:
+    """The target whose config produces ``target``'s runs (itself, or its ``same_runs``)."""
+    return targets[target.same_runs] if target.same_runs else target
+
+
+def experiment_of(target: Target, targets: Registry, quick: bool = False,
+                  root: Path = Path(".")) -> Experiment | None:
+    """The (validated) experiment of a target; None for targets without a config."""
+    source = config_target(target, targets)
+    if source.config is None:
+        return None
+    exp = load_config(root / source.config, check_data=False)
+    return quick_version(exp, source.quick) if quick else exp
+
+
+def quick_version(exp: Experiment, quick: dict) -> Experiment:
+    """``exp`` reduced as ``quick`` says (datasets/solvers kept by label, n_splits), renamed
+    ``<name>_quick`` so its results never mix with the full run's."""
+    if not quick:
+        raise TargetUnavailable(f"{exp.name} has no quick version (no `quick:` in targets.yaml)")
+    datasets = [d for d in exp.datasets if d.label in quick.get("datasets", [d.label])]
+    solvers = [s for s in exp.solvers if s.label in quick.get("solvers", [s.label])]
+    n_splits = quick.get("n_splits", exp.n_splits)
+    datasets = [replace(d, n_splits=min(d.n_splits or n_splits, n_splits)) for d in datasets]
+    return replace(exp, name=f"{exp.name}_quick", datasets=tuple(datasets),
+                   solvers=tuple(solvers), n_splits=n_splits)
+
+
+def availability(target: Target, exp: Experiment | None, mirror=None, cache_dir=None,
+                 fetch: bool = False) -> str | None:
+    """Why ``target`` cannot run here (None when it can).
+
+    Checks ``unsupported``, then the ``requires`` datasets; with ``fetch`` a dataset missing
+    locally is fetched (network), otherwise only local availability (mirror, cache, bundled,
+    generated) counts. Datasets of the config that are missing only skip their rows.
+    """
+    from .datasets import DataNotAvailable, dataset_status, load_dataset
+
+    missing = []
+    for name in target.requires:
+        if fetch:
+            try:
+                load_dataset(name, mirror=mirror, cache_dir=cache_dir)
+            except DataNotAvailable as exc:
+                missing.append(f"{name} ({exc})")
+        elif dataset_status(name, mirror=mirror, cache_dir=cache_dir) == "network needed":
+            missing.append(f"{name} (not in the mirror or cache; `dmlbench fetch {name}`)")
+    reasons = []
+    if missing:
+        reasons.append("data not available: " + "; ".join(missing))
+    if target.unsupported:
+        reasons.append("not supported yet: " + target.unsupported)
+    if exp is None and not target.unsupported:
+        reasons.append("no config for this target")
+    return "; ".join(reasons) or None
+
+
+def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str = "results",
+              mirror=None, cache_dir=None, n_jobs: int | None = None, force: bool = False,
+              progress=None, echo=print, root: Path = Path(".")) -> dict:
+    """Run one target and write its report; returns the run record (also ``reproduce.json``).
+
+    Raises
+    ------
+    TargetUnavailable
+        With the reason, when the target cannot run here.
+    """
+    from .report import write_report
+    from .runner import run_experiment
+
+    targets = load_targets()
+    target = targets[target_id]
+    exp = experiment_of(target, targets, quick, root) if not target.unsupported else None
+    reason = availability(target, exp, mirror, cache_dir, fetch=True)
+    if reason:
+        raise TargetUnavailable(f"{target_id}: {reason}")
+    if n_jobs is not None:
+        exp = replace(exp, n_jobs=n_jobs)
+    start, wall = dt.datetime.now(dt.timezone.utc), time.perf_counter()
+    summary = run_experiment(exp, results_root, mirror=mirror, cache_dir=cache_dir, force=force,
+                             progress=progress, echo=echo)
+    out_dir = Path(results_root) / exp.name
+    written = write_report(out_dir)
+    record = {"target": target_id, "experiment": exp.name, "quick": quick,
+              "started_at": start.isoformat(timespec="seconds"),
+              "wall_seconds": round(time.perf_counter() - wall, 1),
+              "tasks": summary.total, "ran": summary.ran, "done_before": summary.done_before,
+              "failed": summary.failed, "n_jobs": exp.n_jobs, "cpu_count": os.cpu_count(),
+              "files": sorted(written)}
+    _update_record(out_dir / RUN_RECORD, target_id, record)
+    return record
+
+
+def _update_record(path: Path, target_id: str, record: dict) -> None:
+    """Keep one record per target in ``reproduce.json``; a resumed run adds its wall time."""
+    records = json.loads(path.read_text()) if path.is_file() else {}
+    old = records.get(target_id)
+    if old and record["done_before"]:  # a resumed run: the work of earlier runs counts too
+        record["wall_seconds"] = round(old["wall_seconds"] + record["wall_seconds"], 1)
+        record["started_at"] = old["started_at"]
+    records[target_id] = record
+    path.write_text(json.dumps(records, indent=2) + "\n")

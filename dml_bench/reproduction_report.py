@@ -1,0 +1,297 @@
+"""``results/REPRODUCTION.md`` (and ``.html``): what reproduces, generated from the results.
+
+For every target of ``targets.yaml``, grouped by paper: its status (reproduced here, not run yet,
+or not runnable here and why), the paper-vs-ours table of every compared cell with its match flag
+and, for mismatches, the note kept as data (the papers' YAML ``notes``, the config's ``notes:``
+keyed ``dataset/solver``, ``dataset/*`` or ``*/solver``), the figures, and the wall time of the
+run. Summary counts per paper (cells matched / compared / not runnable here) and the largest
+gaps come first; the README's status table is the same summary.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from . import __version__
+from .config import ConfigError
+from .papers import load_paper_table, paper_citation
+from .report import ReportError, compare_with_paper, read_config, read_runs, summarize
+from .reproduction import RUN_RECORD, availability, config_target, experiment_of, load_targets
+
+MD_NAME, HTML_NAME = "REPRODUCTION.md", "REPRODUCTION.html"
+
+
+def collect(results_root: Path, root: Path = Path(".")) -> list[dict]:
+    """One entry per target: status, comparisons, figures, timing (the report's data)."""
+    targets = load_targets()
+    entries = []
+    for target in targets.values():
+        entry = {"target": target, "comparisons": [], "figures": [], "record": None}
+        try:
+            exp = None if target.unsupported else experiment_of(target, targets, root=root)
+        except ConfigError as exc:
+            entry["status"], entry["reason"] = "not runnable here", f"config problem: {exc}"
+            entries.append(entry)
+            continue
+        reason = availability(target, exp)
+        results_dir = results_root / exp.name if exp else None
+        if reason:
+            entry["status"], entry["reason"] = "not runnable here", reason
+        elif not (results_dir / "runs.csv").is_file():
+            entry["status"] = "not run yet"
+            entry["reason"] = f"`make reproduce-{target.id}` has not been run"
+        else:
+            entry["status"] = "ran"
+            _fill(entry, results_dir, targets)
+        entries.append(entry)
+    return entries
+
+
+def _fill(entry: dict, results_dir: Path, targets) -> None:
+    target = entry["target"]
+    try:
+        runs, config = read_runs(results_dir), read_config(results_dir)
+    except ReportError as exc:
+        entry["status"], entry["reason"] = "not run yet", str(exc)
+        return
+    summary = summarize(runs, config)
+    notes = config.get("notes") or {}
+    for key in target.tables:
+        comparison = compare_with_paper(summary, load_paper_table(key), config)
+        comparison["note"] = [_note(row, notes) for _, row in comparison.iterrows()]
+        entry["comparisons"].append((key, comparison))
+    entry["figures"] = [results_dir / "figures" / f"{name}.png" for name in target.figures
+                        if (results_dir / "figures" / f"{name}.png").is_file()]
+    record_file = results_dir / RUN_RECORD
+    records = json.loads(record_file.read_text()) if record_file.is_file() else {}
+    source = config_target(target, targets).id
+    entry["record"] = records.get(source)
+    entry["fit_seconds"] = float(runs["fit_time"].sum()
+                                 + pd.to_numeric(runs.get("tuning_time"), errors="coerce").sum())
+    entry["results_dir"] = results_dir
+    entry["n_runs"] = len(runs)
+
+
+def _note(row: pd.Series, config_notes: dict) -> str:
+    """The paper file's note, else the config's (most specific key first)."""
+    if isinstance(row.get("note"), str) and row["note"]:
+        return row["note"]
+    for key in (f"{row['dataset']}/{row['solver']}", f"{row['dataset']}/*", f"*/{row['solver']}"):
+        if key in config_notes:
+            return str(config_notes[key])
+    return ""
+
+
+def counts(entries: list[dict]) -> pd.DataFrame:
+    """Per paper: targets, targets run, error cells compared / matched, cells not runnable."""
+    rows = []
+    for entry in entries:
+        target = entry["target"]
+        compared = matched = not_run = 0
+        for _, comp in entry["comparisons"]:
+            errors = comp[comp["quantity"] == "error"]
+            ran = errors[errors["status"] != "not run"]
+            compared += len(ran)
+            matched += int((ran["status"] == "match").sum())
+            not_run += len(errors) - len(ran)
+        if entry["status"] != "ran":
+            not_run += sum(len(load_paper_table(k).cells()) for k in target.tables
+                           if load_paper_table(k).quantity == "error")
+        rows.append({"paper": target.paper, "targets": 1, "run": int(entry["status"] == "ran"),
+                     "not_runnable": int(entry["status"] == "not runnable here"),
+                     "compared": compared, "matched": matched, "not_run": not_run})
+    return pd.DataFrame(rows).groupby("paper", sort=False).sum().reset_index()
+
+
+def largest_gaps(entries: list[dict], n: int = 3) -> pd.DataFrame:
+    """The ``n`` error cells furthest from the paper (|ours − paper| in points)."""
+    frames = [comp.assign(target=e["target"].id) for e in entries for _, comp in e["comparisons"]]
+    if not frames:
+        return pd.DataFrame()
+    cells = pd.concat(frames, ignore_index=True)
+    cells = cells[(cells["quantity"] == "error") & (cells["status"] != "not run")]
+    return cells.assign(gap=cells["diff"].abs()).nlargest(n, "gap")
+
+
+def _fmt(mean, std=None, digits=2) -> str:
+    if mean is None or pd.isna(mean):
+        return "–"
+    text = f"{mean:.{digits}f}"
+    return text if std is None or pd.isna(std) else f"{text} ({std:.{digits}f})"
+
+
+def _comparison_rows(comp: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    is_error = bool((comp["quantity"] == "error").all())
+    header = ["data set", "method", "paper", "ours", "ours − paper", "match" if is_error else
+              "ours / paper", "note"]
+    body = []
+    for _, r in comp.iterrows():
+        if r["status"] == "not run":
+            body.append([r["dataset"], r["solver"], _fmt(r["paper_mean"], r["paper_std"]),
+                         "not run", "", "", r["note"] or ""])
+            continue
+        flag = ("yes" if r["status"] == "match" else "**no**") if is_error else \
+            f"×{r['ratio']:.2f}"
+        body.append([r["dataset"], r["label"], _fmt(r["paper_mean"], r["paper_std"]),
+                     _fmt(r["ours_mean"], r["ours_std"]), f"{r['diff']:+.2f}", flag,
+                     "" if r["status"] == "match" else (r["note"] or "")])
+    return header, body
+
+
+def _duration(seconds: float) -> str:
+    minutes, sec = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {sec:02d} s"
+
+
+def _timing_line(entry: dict) -> str:
+    record = entry.get("record")
+    fits = f"fits and tuning took {_duration(entry['fit_seconds'])} of compute in total"
+    if record:
+        return (f"Wall time of `dmlbench reproduce {record['target']}`: "
+                f"{_duration(record['wall_seconds'])} ({record['n_jobs']} parallel tasks, "
+                f"{record['cpu_count']} cores); {fits}.")
+    return f"Run with `dmlbench run` (no wall-time record); {fits}."
+
+
+def render_markdown(entries: list[dict], results_root: Path) -> str:
+    """The whole report as Markdown (figures as relative image links)."""
+    table = counts(entries)
+    walls = [e["record"]["wall_seconds"] for e in entries if e.get("record")
+             and e["target"].same_runs is None]
+    lines = ["# Reproduction report", "",
+             f"Generated by `dmlbench report --all` (dml-bench {__version__}) from `{results_root}` "
+             f"on {dt.date.today().isoformat()}. Do not edit: rerun the command.", "",
+             "A cell *matches* when |ours − paper| ≤ the paper's standard deviation (0.5 points "
+             "where the paper prints none). Times are compared as ratios only (other hardware).", "",
+             "## Summary", "",
+             "| Paper | Targets | Run here | Not runnable here | Error cells compared | Matched | "
+             "Cells not run |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for _, r in table.iterrows():
+        lines.append(f"| {r['paper']} | {r['targets']} | {r['run']} | {r['not_runnable']} | "
+                     f"{r['compared']} | {r['matched']} | {r['not_run']} |")
+    total = table[["compared", "matched"]].sum()
+    lines += ["", f"In all: **{total['matched']} of {total['compared']}** compared error cells "
+              "match."]
+    if walls:
+        lines.append(f"Recorded wall time of the target runs: {_duration(sum(walls))} "
+                     "(targets run with `dmlbench run` instead have no record; see each section).")
+    gaps = largest_gaps(entries)
+    if not gaps.empty:
+        lines += ["", "Largest gaps:", ""]
+        for _, g in gaps.iterrows():
+            lines.append(f"- {g['target']}: {g['dataset']} / {g['label']}: paper "
+                         f"{_fmt(g['paper_mean'], g['paper_std'])}, ours {_fmt(g['ours_mean'])} "
+                         f"({g['diff']:+.2f} points){' — ' + g['note'] if g['note'] else ''}")
+    for paper in dict.fromkeys(e["target"].paper for e in entries):
+        lines += ["", f"## {paper}", "", paper_citation(paper)]
+        for entry in (e for e in entries if e["target"].paper == paper):
+            lines += _target_markdown(entry, results_root)
+    return "\n".join(lines) + "\n"
+
+
+def _target_markdown(entry: dict, results_root: Path) -> list[str]:
+    t = entry["target"]
+    lines = ["", f"### {t.item} — {t.what}", "", f"`make reproduce-{t.id}`"]
+    if entry["status"] != "ran":
+        lines += ["", f"**{entry['status'].capitalize()}**: {entry['reason']}."]
+    else:
+        lines += ["", f"Results: `{entry['results_dir']}` ({entry['n_runs']} runs). "
+                  + _timing_line(entry)]
+    if t.notes:
+        lines += ["", t.notes]
+    for key, comp in entry["comparisons"]:
+        header, body = _comparison_rows(comp)
+        ran = comp[comp["status"] != "not run"]
+        if (comp["quantity"] == "error").all():
+            head = f"{int((ran['status'] == 'match').sum())} of {len(ran)} cells match"
+        else:
+            head = f"{len(ran)} cells compared"
+        lines += ["", f"**{key}** ({comp['quantity'].iloc[0]}): {head}"
+                  f"{f', {len(comp) - len(ran)} not run' if len(comp) > len(ran) else ''}.", "",
+                  "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(str(c).replace("|", "/") for c in row) + " |" for row in body]
+    for fig in entry["figures"]:
+        lines += ["", f"![{fig.stem}]({fig.relative_to(results_root).as_posix()})"]
+    return lines
+
+
+def render_html(markdown: str) -> str:
+    """A standalone HTML page of the Markdown report (tables, headings, images, lists)."""
+    out, in_table, in_list = [], False, False
+    for line in markdown.splitlines():
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if set("".join(cells)) <= set("-:"):
+                continue
+            if not in_table:
+                out.append("<table>")
+                in_table, tag = True, "th"
+            else:
+                tag = "td"
+            out.append("<tr>" + "".join(f"<{tag}>{_inline(c)}</{tag}>" for c in cells) + "</tr>")
+            continue
+        if in_table:
+            out.append("</table>")
+            in_table = False
+        if line.startswith("- "):
+            if not in_list:
+                out.append("<ul>")
+                in_list = True
+            out.append(f"<li>{_inline(line[2:])}</li>")
+            continue
+        if in_list:
+            out.append("</ul>")
+            in_list = False
+        if line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            out.append(f"<h{level}>{_inline(line[level:].strip())}</h{level}>")
+        elif line.startswith("!["):
+            alt, src = line[2:].split("](", 1)
+            out.append(f'<p><img src="{html.escape(src[:-1])}" alt="{html.escape(alt)}" '
+                       'style="max-width:100%"></p>')
+        elif line.strip():
+            out.append(f"<p>{_inline(line)}</p>")
+    if in_table:
+        out.append("</table>")
+    style = ("body{font-family:sans-serif;max-width:70em;margin:auto}table{border-collapse:"
+             "collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}")
+    return ("<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>dml-bench reproduction"
+            f"</title><style>{style}</style></head><body>\n" + "\n".join(out) + "\n</body></html>\n")
+
+
+def _inline(text: str) -> str:
+    import re
+
+    text = html.escape(text)
+    text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
+
+
+def summary_markdown(entries: list[dict]) -> str:
+    """The per-paper summary table alone (the README's status table)."""
+    rows = ["| Paper | Targets | Run here | Not runnable here | Error cells compared | Matched |",
+            "|---|---:|---:|---:|---:|---:|"]
+    for _, r in counts(entries).iterrows():
+        rows.append(f"| {r['paper']} | {r['targets']} | {r['run']} | {r['not_runnable']} | "
+                    f"{r['compared']} | {r['matched']} |")
+    return "\n".join(rows + ["", "Details, per cell and with the reasons for gaps: "
+                                  "[results/REPRODUCTION.md](results/REPRODUCTION.md)."])
+
+
+def write_reproduction_report(results_root: Path | str = "results",
+                              root: Path = Path(".")) -> tuple[Path, Path, list[dict]]:
+    """Write ``REPRODUCTION.md`` and ``.html`` into ``results_root``; returns the paths and the
+    collected entries."""
+    results_root = Path(results_root)
+    entries = collect(results_root, root)
+    markdown = render_markdown(entries, results_root)
+    md, page = results_root / MD_NAME, results_root / HTML_NAME
+    md.write_text(markdown, encoding="utf-8")
+    page.write_text(render_html(markdown), encoding="utf-8")
+    return md, page, entries

@@ -1,0 +1,156 @@
+"""Reproduction targets (dml_bench/targets.yaml), `dmlbench reproduce` and `report --all`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from dml_bench import reproduction
+from dml_bench.check import write_baseline
+from dml_bench.cli import main
+from dml_bench.config import load_config
+from dml_bench.papers import list_paper_tables
+from dml_bench.reproduction import (TargetUnavailable, availability, experiment_of, load_targets,
+                                    quick_version, reproduce)
+from dml_bench.reproduction_report import collect, counts, render_html, render_markdown
+from dml_bench.solvers import SOLVERS, Euclidean
+
+pytestmark = pytest.mark.usefixtures("tmp_cache")
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def at_repo_root(monkeypatch):
+    monkeypatch.chdir(REPO)  # target configs are paths relative to the project root
+
+
+def test_every_target_is_well_formed():
+    targets = load_targets()
+    tables = set()
+    for t in targets.values():
+        assert t.paper in {"ying2012", "shen2014", "shen2010", "kunapuli2012", "zhang2017"}
+        if t.unsupported:
+            continue
+        assert (t.config is None) != (t.same_runs is None), t.id
+        if t.same_runs:
+            assert targets[t.same_runs].config, t.id
+        exp = experiment_of(t, targets)
+        tables |= set(t.tables)
+        assert set(t.tables) <= set(exp.paper_table), t.id  # the config reports them
+        assert set(t.figures) <= {f["name"] for f in exp.figures}, t.id
+        if t.quick:
+            labels = {d.label for d in exp.datasets}
+            assert set(t.quick.get("datasets", [])) <= labels, t.id
+            assert set(t.quick.get("solvers", [])) <= {s.label for s in exp.solvers}, t.id
+    # every table of numbers in the papers files is the object of some runnable target, except
+    # the LFW tables whose protocol is not supported here
+    lfw = {"shen2014/table2", "shen2014/table2_time"}
+    assert set(list_paper_tables()) - lfw <= tables
+
+
+def test_quick_version_keeps_the_listed_parts_only():
+    exp = load_config(REPO / "configs" / "ying2012_table4.yaml", check_data=False)
+    quick = quick_version(exp, {"datasets": ["wine", "usps"], "n_splits": 2,
+                                "solvers": ["euclidean", "lmnn"]})
+    assert quick.name == "ying2012_table4_quick"
+    assert [d.label for d in quick.datasets] == ["wine", "usps"]
+    assert [d.n_splits for d in quick.datasets] == [2, 1]  # usps stays at its single split
+    assert [s.label for s in quick.solvers] == ["euclidean", "lmnn"]
+    assert quick.solvers[1].tune == exp.solvers[2].tune
+    with pytest.raises(TargetUnavailable, match="no quick version"):
+        quick_version(exp, {})
+
+
+def test_unrunnable_targets_say_why(monkeypatch):
+    monkeypatch.delenv("DMLBENCH_DATA_MIRROR", raising=False)
+    targets = load_targets()
+    reason = availability(targets["ying2012-table6"], None)
+    assert reason.startswith("data not available: lfw_sift") and "not supported yet" in reason
+    with pytest.raises(TargetUnavailable, match="ying2012-table6: data not available"):
+        reproduce("ying2012-table6", results_root="unused")
+    result = CliRunner().invoke(main, ["reproduce", "shen2014-fig4"])
+    assert result.exit_code == 3 and "not supported yet" in result.stderr
+    result = CliRunner().invoke(main, ["reproduce", "ying2012-tabel4"])
+    assert result.exit_code == 2 and "did you mean 'ying2012-table4'" in result.stderr.lower()
+
+
+TINY_TARGETS = {"targets": {
+    "tiny-table": {"paper": "ying2012", "item": "Table 4", "what": "a tiny stand-in",
+                   "config": "CONFIG", "tables": ["ying2012/table4"],
+                   "quick": {"datasets": ["wine"], "n_splits": 3}},
+}}
+TINY = {"name": "tiny", "paper_table": "ying2012/table4",
+        "datasets": [{"name": "wine"}, {"name": "iris"}], "split": {"n_splits": 3, "seed": 2},
+        "solvers": [{"name": "euclidean"}, {"name": "dml_eig", "params": {"max_iter": 1000}}],
+        "notes": {"wine/dml_eig": "a note kept in the config"},
+        "execution": {"n_jobs": 1, "backend": "sequential"}}
+
+
+@pytest.fixture
+def tiny_target(tmp_path, monkeypatch):
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(yaml.safe_dump(TINY))
+    spec = yaml.safe_load(yaml.safe_dump(TINY_TARGETS).replace("CONFIG", str(cfg)))
+    path = tmp_path / "targets.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    monkeypatch.setattr(reproduction, "TARGETS_FILE", path)
+    monkeypatch.setattr(reproduction.load_targets, "__defaults__", (path,))
+    return tmp_path
+
+
+def test_quick_check_fails_on_a_deliberate_regression(tiny_target, monkeypatch):
+    """CI's `reproduce --quick --check`: a solver returning the identity must fail it."""
+    results = tiny_target / "results"
+    run = CliRunner().invoke(main, ["reproduce", "tiny-table", "--quick", "--results-dir", results])
+    assert run.exit_code == 0, run.output
+    (results / "baselines").mkdir()
+    write_baseline(results / "tiny_quick", results / "baselines" / "tiny-table_quick.csv")
+    ok = CliRunner().invoke(main, ["reproduce", "tiny-table", "--quick", "--check",
+                                   "--results-dir", results])
+    assert ok.exit_code == 0, ok.output
+
+    class IdentityDMLEig(Euclidean):
+        def __init__(self, max_iter=1000):
+            self.max_iter = max_iter
+
+    monkeypatch.setitem(SOLVERS._items, "dml_eig", IdentityDMLEig)
+    bad = CliRunner().invoke(main, ["reproduce", "tiny-table", "--quick", "--check", "--force",
+                                    "--results-dir", results])
+    assert bad.exit_code == 1
+    assert "worse" in bad.stdout and "regressed: tiny-table" in bad.stderr
+
+
+def test_report_all_from_results(tiny_target):
+    results = tiny_target / "results"
+    record = reproduce("tiny-table", results_root=results, echo=lambda m: None)
+    assert record["ran"] == 12 and record["wall_seconds"] > 0
+    entries = collect(results)
+    (entry,) = entries
+    assert entry["status"] == "ran" and entry["record"]["target"] == "tiny-table"
+    (key, comparison), = entry["comparisons"]
+    assert key == "ying2012/table4"
+    ran = comparison[comparison["status"] != "not run"]
+    assert set(ran["dataset"]) == {"wine", "iris"} and len(ran) == 4
+    assert (comparison["status"] == "not run").sum() == 2 * 7 - 4  # other methods of these rows
+    table = counts(entries).iloc[0]
+    assert table["compared"] == 4 and table["matched"] == int((ran["status"] == "match").sum())
+    markdown = render_markdown(entries, results)
+    assert "### Table 4 — a tiny stand-in" in markdown and "`make reproduce-tiny-table`" in markdown
+    assert f"{table['matched']} of 4 cells match" in markdown
+    wine_dml = ran[(ran["dataset"] == "wine") & (ran["solver"] == "dml_eig")].iloc[0]
+    if wine_dml["status"] == "mismatch":
+        assert "a note kept in the config" in markdown
+    page = render_html(markdown)
+    assert page.count("<table>") == 2 and "<h3>" in page
+
+
+def test_report_all_cli_writes_both_files(tiny_target):
+    results = tiny_target / "results"
+    out = CliRunner().invoke(main, ["report", "--all", "--results-root", results])
+    assert out.exit_code == 0, out.output
+    text = (results / "REPRODUCTION.md").read_text()
+    assert "Not run yet" in text and (results / "REPRODUCTION.html").is_file()

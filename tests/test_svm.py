@@ -1,0 +1,70 @@
+"""The RBF-SVM baseline: a thin wrapper of scikit-learn's SVC, evaluated by its predictions,
+its C/γ chosen on the validation part over Shen et al. (2014)'s grids."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+
+from dml_bench.config import parse_config
+from dml_bench.evaluate import model_error
+from dml_bench.runner import plan, run_experiment, split_parts
+from dml_bench.solvers.svm import SHEN2014_GRID, SVM
+
+pytestmark = pytest.mark.usefixtures("tmp_cache")
+PAPER = Path(__file__).resolve().parents[2] / "shared" / "papers" / "shen2014_frobmetric_dual.txt"
+
+
+def test_predictions_equal_sklearn_svc():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, 1, (30, 4)), rng.normal(1.5, 1, (30, 4))])
+    y = np.repeat([3, 7], 30)
+    ours = SVM(C=2.0, gamma=0.5).fit(X, y)
+    ref = SVC(C=2.0, gamma=0.5, kernel="rbf").fit(X, y)
+    Z = rng.normal(0.7, 1.5, (50, 4))
+    np.testing.assert_array_equal(ours.predict(Z), ref.predict(Z))
+    assert ours.evaluation == "predict" and ours.constraint_kind == "labels"
+    assert model_error(ours, X, y, Z, ref.predict(Z)) == 0.0
+    assert model_error(ours, X, y, X, y) == pytest.approx(np.mean(ref.predict(X) != y))
+
+
+@pytest.mark.skipif(not PAPER.exists(), reason="paper text not available")
+def test_grids_are_those_of_shen_2014():
+    text = PAPER.read_text()
+    assert re.search(r"\\\{2\^\{-15\}, 2\^\{-13\}, \\ldots, 2\^5\\\}", text)
+    assert re.search(r"\\\{2\^\{-5\}, 2\^\{-3\}, \\ldots, 2\^\{15\}\\\}", text)
+    assert SHEN2014_GRID["gamma"] == [2.0 ** e for e in (-15, -13, -11, -9, -7, -5, -3, -1, 1, 3, 5)]
+    assert SHEN2014_GRID["C"] == [2.0 ** e for e in (-5, -3, -1, 1, 3, 5, 7, 9, 11, 13, 15)]
+
+
+def test_validation_tuned_svm_in_the_runner(tmp_path):
+    grid = {"C": [0.25, 4.0, 64.0], "gamma": [0.001, 0.05, 2.0]}
+    exp = parse_config({
+        "name": "svm", "datasets": [{"name": "wine", "normalize": "zscore"}],
+        "split": {"n_splits": 1, "validation_fraction": 0.15},
+        "solvers": [{"name": "svm", "tune": {"grid": grid, "validation": 0.15}}],
+        "execution": {"n_jobs": 1}}, source="test")
+    summary = run_experiment(exp, tmp_path, echo=lambda m: None)
+    assert summary.failed == 0 and summary.ran == 1
+    row = pd.read_csv(tmp_path / "svm" / "runs.csv").iloc[0]
+    # independent reference: scikit-learn on the same parts, every grid point by hand
+    task = plan(exp)[0][0]
+    train, val, test = split_parts(task)[:3]
+    from dml_bench.datasets import load_dataset
+
+    X, y, _ = load_dataset("wine")
+    scaler = StandardScaler().fit(X[train])
+    best = min(((np.mean(SVC(C=c, gamma=g).fit(scaler.transform(X[train]), y[train])
+                         .predict(scaler.transform(X[val])) != y[val]), i, c, g)
+                for i, (c, g) in enumerate((c, g) for c in grid["C"] for g in grid["gamma"])))
+    assert json.loads(row.tuned_params) == {"C": best[2], "gamma": best[3]}
+    ref = SVC(C=best[2], gamma=best[3]).fit(scaler.transform(X[train]), y[train])
+    assert row.error == pytest.approx(np.mean(ref.predict(scaler.transform(X[test])) != y[test]))
+    assert row.n_train == len(train) and row.n_test == len(test)
