@@ -52,6 +52,16 @@ def main(ctx, data_mirror, cache_dir):
                "cache_dir": os.environ.get("DMLBENCH_CACHE")}
 
 
+def _progress(name: str):
+    """``progress(total)`` for the runner: a bar on a terminal, a line per 10 % in logs."""
+    def progress(total):
+        if sys.stderr.isatty():
+            return click.progressbar(length=total, label=f"{name}: tasks", show_eta=True,
+                                     show_pos=True, file=sys.stderr)
+        return _LogProgress(name, total)
+    return progress
+
+
 @main.command()
 @click.argument("config", type=click.Path(dir_okay=False))
 @click.option("-j", "--n-jobs", type=int, help="Parallel tasks (overrides execution.n_jobs).")
@@ -75,15 +85,9 @@ def run(obj, config, n_jobs, backend, scheduler, timing, force, results_dir):
     from .runner import run_experiment
 
     exp = _load(config, n_jobs=n_jobs, backend=backend, scheduler=scheduler, timing=timing)
-
-    def progress(total):
-        if sys.stderr.isatty():
-            return click.progressbar(length=total, label=f"{exp.name}: tasks", show_eta=True,
-                                     show_pos=True, file=sys.stderr)
-        return _LogProgress(exp.name, total)
-
     summary = run_experiment(exp, results_dir, mirror=obj["mirror"], cache_dir=obj["cache_dir"],
-                             force=force, progress=progress, echo=lambda m: click.echo(m, err=True))
+                             force=force, progress=_progress(exp.name),
+                             echo=lambda m: click.echo(m, err=True))
     click.echo(f"{exp.name}: {summary.ran} tasks run, {summary.done_before} already done, "
                f"{summary.failed} failed, {len(summary.skipped)} dataset×solver skipped")
     try:
@@ -173,7 +177,7 @@ def reproduce(obj, targets, all_targets, quick, check_baseline, n_jobs, force, r
         try:
             record = run_target(tid, quick=quick, results_root=results_dir, mirror=obj["mirror"],
                                 cache_dir=obj["cache_dir"], n_jobs=n_jobs, force=force,
-                                echo=lambda m: click.echo(m, err=True))
+                                progress=_progress(tid), echo=lambda m: click.echo(m, err=True))
         except TargetUnavailable as exc:
             click.secho(str(exc), fg="yellow", err=True)
             unavailable.append(tid)

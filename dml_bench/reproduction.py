@@ -46,6 +46,9 @@ class Target:
     unsupported: str | None = None
     quick: dict = field(default_factory=dict)
     notes: str = ""
+    function: str | None = None
+    output: str | None = None
+    params: dict = field(default_factory=dict)
 
 
 def load_targets(path: Path = TARGETS_FILE) -> Registry:
@@ -114,7 +117,7 @@ def availability(target: Target, exp: Experiment | None, mirror=None, cache_dir=
         reasons.append("data not available: " + "; ".join(missing))
     if target.unsupported:
         reasons.append("not supported yet: " + target.unsupported)
-    if exp is None and not target.unsupported:
+    if exp is None and not target.unsupported and not target.function:
         reasons.append("no config for this target")
     return "; ".join(reasons) or None
 
@@ -138,6 +141,8 @@ def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str =
     reason = availability(target, exp, mirror, cache_dir, fetch=True)
     if reason:
         raise TargetUnavailable(f"{target_id}: {reason}")
+    if target.function:
+        return _run_function(target, Path(results_root), quick)
     if n_jobs is not None:
         exp = replace(exp, n_jobs=n_jobs)
     start, wall = dt.datetime.now(dt.timezone.utc), time.perf_counter()
@@ -152,6 +157,26 @@ def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str =
               "failed": summary.failed, "n_jobs": exp.n_jobs, "cpu_count": os.cpu_count(),
               "files": sorted(written)}
     _update_record(out_dir / RUN_RECORD, target_id, record)
+    return record
+
+
+def _run_function(target: Target, results_root: Path, quick: bool) -> dict:
+    """A target that is its own experiment (``function``): call it into ``results/<output>``."""
+    import importlib
+
+    if quick:
+        raise TargetUnavailable(f"{target.id} has no quick version")
+    module, name = target.function.split(":")
+    out_dir = results_root / target.output
+    out_dir.mkdir(parents=True, exist_ok=True)
+    start, wall = dt.datetime.now(dt.timezone.utc), time.perf_counter()
+    written = getattr(importlib.import_module(module), name)(out_dir, **target.params)
+    record = {"target": target.id, "experiment": target.output, "quick": False,
+              "started_at": start.isoformat(timespec="seconds"),
+              "wall_seconds": round(time.perf_counter() - wall, 1), "tasks": 1, "ran": 1,
+              "done_before": 0, "failed": 0, "n_jobs": 1, "cpu_count": os.cpu_count(),
+              "files": sorted(str(p) for p in written.values() if isinstance(p, (str, Path)))}
+    _update_record(out_dir / RUN_RECORD, target.id, record)
     return record
 
 

@@ -39,7 +39,11 @@ def collect(results_root: Path, root: Path = Path(".")) -> list[dict]:
             entries.append(entry)
             continue
         reason = availability(target, exp)
-        results_dir = results_root / exp.name if exp else None
+        results_dir = results_root / (exp.name if exp else target.output or "")
+        if target.function and not reason:
+            _fill_function(entry, results_dir)
+            entries.append(entry)
+            continue
         if reason:
             entry["status"], entry["reason"] = "not runnable here", reason
         elif not (results_dir / "runs.csv").is_file():
@@ -75,6 +79,21 @@ def _fill(entry: dict, results_dir: Path, targets) -> None:
                                  + pd.to_numeric(runs.get("tuning_time"), errors="coerce").sum())
     entry["results_dir"] = results_dir
     entry["n_runs"] = len(runs)
+
+
+def _fill_function(entry: dict, results_dir: Path) -> None:
+    """Status, figures and record of a ``function`` target (no runs.csv, no tables)."""
+    target = entry["target"]
+    record_file = results_dir / RUN_RECORD
+    if not record_file.is_file():
+        entry["status"] = "not run yet"
+        entry["reason"] = f"`make reproduce-{target.id}` has not been run"
+        return
+    entry["status"], entry["results_dir"] = "ran", results_dir
+    entry["record"] = json.loads(record_file.read_text()).get(target.id)
+    entry["figures"] = [results_dir / f"{name}.png" for name in target.figures
+                        if (results_dir / f"{name}.png").is_file()]
+    entry["n_runs"], entry["fit_seconds"] = 1, entry["record"]["wall_seconds"]
 
 
 def _note(row: pd.Series, config_notes: dict) -> str:
@@ -153,9 +172,11 @@ def _timing_line(entry: dict) -> str:
     record = entry.get("record")
     fits = f"fits and tuning took {_duration(entry['fit_seconds'])} of compute in total"
     if record:
+        resumed = (f", resuming {record['done_before']} tasks finished by earlier runs"
+                   if record["done_before"] else "")
         return (f"Wall time of `dmlbench reproduce {record['target']}`: "
                 f"{_duration(record['wall_seconds'])} ({record['n_jobs']} parallel tasks, "
-                f"{record['cpu_count']} cores); {fits}.")
+                f"{record['cpu_count']} cores{resumed}); {fits}.")
     return f"Run with `dmlbench run` (no wall-time record); {fits}."
 
 

@@ -331,25 +331,32 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
         echo(f"{summary.done_before} of {len(tasks)} tasks already in {store.runs}; "
              "running the rest (--force recomputes)")
     if tune_todo:
-        echo(f"{len(tune_todo)} tuning fits (tune: blocks) first, logged to {tuning.runs}")
+        echo(f"{len(tune_todo)} tuning fits (tune: blocks), each dataset's before its final fits, "
+             f"logged to {tuning.runs}")
     n_jobs = 1 if exp.timing else exp.n_jobs
     backend = "sequential" if exp.timing else exp.backend
     bar = progress(len(todo) + len(tune_todo)) if progress else contextlib.nullcontext()
-    with bar as b:
-        for row in _execute(run_tune_task, tune_todo, n_jobs, backend, exp.scheduler):
-            _record(tuning, row, summary, echo, count=False)
-            if b is not None:
-                b.update(1)
-        final, failed = _resolve_tuning(todo, tuning)
-        for row in failed:
-            _record(store, row, summary, echo)
-            if b is not None:
-                b.update(1)
-        for row in _execute(functools.partial(run_task, n_jobs=n_jobs, timing_mode=exp.timing),
-                            final, n_jobs, backend, exp.scheduler):
-            _record(store, row, summary, echo)
-            if b is not None:
-                b.update(1)
+    fit = functools.partial(run_task, n_jobs=n_jobs, timing_mode=exp.timing)
+    with bar as b, _backend(backend, exp.scheduler, n_jobs):
+        # dataset by dataset (config order): its tuning fits, then its final fits, so the rows of
+        # a dataset land as soon as its own tuning is done
+        for dataset in dict.fromkeys(t.dataset.label for t in todo):
+            for row in _execute(run_tune_task, [tt for tt in tune_todo
+                                                if tt.task.dataset.label == dataset],
+                                n_jobs, backend):
+                _record(tuning, row, summary, echo, count=False)
+                if b is not None:
+                    b.update(1)
+            final, failed = _resolve_tuning([t for t in todo if t.dataset.label == dataset],
+                                            tuning)
+            for row in failed:
+                _record(store, row, summary, echo)
+                if b is not None:
+                    b.update(1)
+            for row in _execute(fit, final, n_jobs, backend):
+                _record(store, row, summary, echo)
+                if b is not None:
+                    b.update(1)
     return summary
 
 
@@ -396,20 +403,27 @@ def _record(store: RunStore, row: dict, summary: RunSummary, echo, count: bool =
         summary.ran += count
 
 
-def _execute(fn: Callable, tasks: list, n_jobs: int, backend: str,
-             scheduler: str | None) -> Iterable[dict]:
-    """Yield ``fn(task, BLAS_THREADS)`` rows as tasks finish (unordered), with the backend."""
+def _execute(fn: Callable, tasks: list, n_jobs: int, backend: str) -> Iterable[dict]:
+    """Yield ``fn(task, BLAS_THREADS)`` rows as tasks finish (unordered), with the backend
+    (inside :func:`_backend`, which holds the dask client for the whole run)."""
     if not tasks:
         return
-    calls = (delayed(fn)(t, BLAS_THREADS) for t in tasks)
     if backend == "sequential" or n_jobs == 1 and backend != "dask":
         yield from (fn(t, BLAS_THREADS) for t in tasks)
-    elif backend == "dask":
-        with _dask_client(scheduler, n_jobs), parallel_config(backend="dask"):
-            yield from Parallel(n_jobs=n_jobs, return_as="generator_unordered")(calls)
-    else:
-        yield from Parallel(n_jobs=n_jobs, backend=backend,
-                            return_as="generator_unordered")(calls)
+        return
+    calls = (delayed(fn)(t, BLAS_THREADS) for t in tasks)
+    kwargs = {} if backend == "dask" else {"backend": backend}
+    yield from Parallel(n_jobs=n_jobs, return_as="generator_unordered", **kwargs)(calls)
+
+
+@contextlib.contextmanager
+def _backend(backend: str, scheduler: str | None, n_jobs: int):
+    """The execution context of a run: a dask client (one for the whole run) or nothing."""
+    if backend != "dask":
+        yield
+        return
+    with _dask_client(scheduler, n_jobs), parallel_config(backend="dask"):
+        yield
 
 
 @contextlib.contextmanager
