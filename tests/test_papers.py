@@ -73,7 +73,11 @@ def test_table_metadata():
     assert table5.values["wine"]["lmnn"] == (0.87, None)
     assert table5.values["wine"]["mlmnn"] == (1.01, None)
     assert "k = 3" in table4.protocol["classifier"]
-    assert table4.notes == {} and table4.note_for("wine", "lmnn") == ""
+    assert table4.note_for("wine", "lmnn") == ""  # no note: no known difference
+    # the most specific key wins: row/col over */col
+    assert table4.note_for("segment", "itml").startswith("3-fold CV picks")
+    assert table4.note_for("wine", "dml_eig") == table4.notes["*/dml_eig"]
+    assert all(key.count("/") == 1 for key in table4.notes)
 
 
 def test_list_and_unknown_key():

@@ -218,7 +218,7 @@ def test_tune_block_enters_the_task_id(spy):
     assert a.task_id != b.task_id
 
 
-def test_predefined_split_uses_the_datasets_own_parts(tmp_path):
+def test_predefined_split_uses_the_datasets_own_parts(mirror):
     exp = parse_config({"name": "pre", "datasets": [{"name": "optdigits", "normalize": "none"}],
                         "split": {"predefined": True, "n_splits": 1},
                         "solvers": [{"name": "euclidean"}]}, source="test")
