@@ -122,6 +122,7 @@ def counts(entries: list[dict]) -> pd.DataFrame:
             not_run += sum(len(load_paper_table(k).cells()) for k in target.tables
                            if load_paper_table(k).quantity == "error")
         rows.append({"paper": target.paper, "targets": 1, "run": int(entry["status"] == "ran"),
+                     "not_run_yet": int(entry["status"] == "not run yet"),
                      "not_runnable": int(entry["status"] == "not runnable here"),
                      "compared": compared, "matched": matched, "not_run": not_run})
     return pd.DataFrame(rows).groupby("paper", sort=False).sum().reset_index()
@@ -170,6 +171,9 @@ def _duration(seconds: float) -> str:
 
 def _timing_line(entry: dict) -> str:
     record = entry.get("record")
+    if entry["target"].function:
+        return f"Wall time of `dmlbench reproduce {record['target']}`: " \
+               f"{_duration(record['wall_seconds'])}."
     fits = f"fits and tuning took {_duration(entry['fit_seconds'])} of compute in total"
     if record:
         resumed = (f", resuming {record['done_before']} tasks finished by earlier runs"
@@ -191,11 +195,11 @@ def render_markdown(entries: list[dict], results_root: Path) -> str:
              "A cell *matches* when |ours − paper| ≤ the paper's standard deviation (0.5 points "
              "where the paper prints none). Times are compared as ratios only (other hardware).", "",
              "## Summary", "",
-             "| Paper | Targets | Run here | Not runnable here | Error cells compared | Matched | "
-             "Cells not run |", "|---|---:|---:|---:|---:|---:|---:|"]
+             "| Paper | Targets | Run here | Not run yet | Not runnable here | Error cells compared "
+             "| Matched | Cells not run |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for _, r in table.iterrows():
-        lines.append(f"| {r['paper']} | {r['targets']} | {r['run']} | {r['not_runnable']} | "
-                     f"{r['compared']} | {r['matched']} | {r['not_run']} |")
+        lines.append(f"| {r['paper']} | {r['targets']} | {r['run']} | {r['not_run_yet']} | "
+                     f"{r['not_runnable']} | {r['compared']} | {r['matched']} | {r['not_run']} |")
     total = table[["compared", "matched"]].sum()
     lines += ["", f"In all: **{total['matched']} of {total['compared']}** compared error cells "
               "match."]
@@ -222,8 +226,8 @@ def _target_markdown(entry: dict, results_root: Path) -> list[str]:
     if entry["status"] != "ran":
         lines += ["", f"**{entry['status'].capitalize()}**: {entry['reason']}."]
     else:
-        lines += ["", f"Results: `{entry['results_dir']}` ({entry['n_runs']} runs). "
-                  + _timing_line(entry)]
+        runs = f" ({entry['n_runs']} runs)" if not t.function else ""
+        lines += ["", f"Results: `{entry['results_dir']}`{runs}. " + _timing_line(entry)]
     if t.notes:
         lines += ["", t.notes]
     for key, comp in entry["comparisons"]:
@@ -296,11 +300,11 @@ def _inline(text: str) -> str:
 
 def summary_markdown(entries: list[dict]) -> str:
     """The per-paper summary table alone (the README's status table)."""
-    rows = ["| Paper | Targets | Run here | Not runnable here | Error cells compared | Matched |",
-            "|---|---:|---:|---:|---:|---:|"]
+    rows = ["| Paper | Targets | Run here | Not run yet | Not runnable here | Error cells compared "
+            "| Matched |", "|---|---:|---:|---:|---:|---:|---:|"]
     for _, r in counts(entries).iterrows():
-        rows.append(f"| {r['paper']} | {r['targets']} | {r['run']} | {r['not_runnable']} | "
-                    f"{r['compared']} | {r['matched']} |")
+        rows.append(f"| {r['paper']} | {r['targets']} | {r['run']} | {r['not_run_yet']} | "
+                    f"{r['not_runnable']} | {r['compared']} | {r['matched']} |")
     return "\n".join(rows + ["", "Details, per cell and with the reasons for gaps: "
                                   "[results/REPRODUCTION.md](results/REPRODUCTION.md)."])
 
