@@ -47,8 +47,8 @@ import numpy as np
 import pandas as pd
 import scipy.linalg
 import scipy.sparse
-from sklearn.neighbors import NearestNeighbors
 
+from .constraints import _neighbours
 from .datasets.generators import make_swiss_roll
 from .solvers.frobmetric import solve_frobenius_sdp
 
@@ -108,15 +108,13 @@ class MVUProblem:
         return float(max(dist_viol.max(initial=0.0), abs(K.sum())))
 
 
-def knn_pairs(X, k):
+def knn_graph_edges(X, k):
     """Pairs ``i < j`` of the symmetrised k-NN graph (j among the k nearest of i, or i of j)."""
     X = np.asarray(X, dtype=float)
     n = len(X)
     if not 1 <= k < n:
         raise ValueError(f"need 1 <= k < n, got k={k}, n={n}")
-    idx = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X, return_distance=False)
-    # drop each point itself (normally the first column; duplicates may reorder it)
-    nbrs = np.array([[j for j in row if j != i][:k] for i, row in enumerate(idx)])
+    nbrs = _neighbours(X, X, k, exclude_self=True)  # the constraint generators' k-NN search
     pairs = np.sort(np.column_stack([np.repeat(np.arange(n), k), nbrs.ravel()]), axis=1)
     return np.unique(pairs, axis=0)
 
@@ -141,7 +139,7 @@ def mvu_problem(X, k, *, constraints="inequality") -> MVUProblem:
         raise ValueError(f"constraints must be one of {CONSTRAINT_FORMS}, got {constraints!r}")
     X = np.asarray(X, dtype=float)
     n = len(X)
-    pairs = knn_pairs(X, k)
+    pairs = knn_graph_edges(X, k)
     m = len(pairs)
     i, j = pairs.T
     sq_dist = ((X[i] - X[j]) ** 2).sum(axis=1)
