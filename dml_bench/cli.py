@@ -74,8 +74,11 @@ def _progress(name: str):
 @click.option("--force", is_flag=True, help="Recompute tasks already in runs.csv.")
 @click.option("--results-dir", default="results", show_default=True, type=click.Path(),
               help="Parent folder of the experiment's results folder.")
+@click.option("--dataset", "datasets", multiple=True, metavar="LABEL",
+              help="Run only this dataset label of the config (repeatable); the others stay to "
+                   "be run later into the same results.")
 @click.pass_obj
-def run(obj, config, n_jobs, backend, scheduler, timing, force, results_dir):
+def run(obj, config, n_jobs, backend, scheduler, timing, force, results_dir, datasets):
     """Run CONFIG: every (dataset, split, solver) task not yet in runs.csv, then report.
 
     Finished tasks are appended to RESULTS_DIR/<name>/runs.csv one by one, so an interrupted run
@@ -85,9 +88,15 @@ def run(obj, config, n_jobs, backend, scheduler, timing, force, results_dir):
     from .runner import run_experiment
 
     exp = _load(config, n_jobs=n_jobs, backend=backend, scheduler=scheduler, timing=timing)
-    summary = run_experiment(exp, results_dir, mirror=obj["mirror"], cache_dir=obj["cache_dir"],
-                             force=force, progress=_progress(exp.name),
-                             echo=lambda m: click.echo(m, err=True))
+    from .registry import UnknownNameError
+
+    try:
+        summary = run_experiment(exp, results_dir, mirror=obj["mirror"],
+                                 cache_dir=obj["cache_dir"], force=force,
+                                 progress=_progress(exp.name),
+                                 echo=lambda m: click.echo(m, err=True), datasets=datasets)
+    except UnknownNameError as exc:
+        _fail(str(exc))
     click.echo(f"{exp.name}: {summary.ran} tasks run, {summary.done_before} already done, "
                f"{summary.failed} failed, {len(summary.skipped)} dataset×solver skipped")
     try:
@@ -148,8 +157,12 @@ def report(results_dirs, all_targets, results_root, readme):
 @click.option("--force", is_flag=True, help="Recompute tasks already in runs.csv.")
 @click.option("--results-dir", type=click.Path(file_okay=False), default="results",
               show_default=True)
+@click.option("--dataset", "datasets", multiple=True, metavar="LABEL",
+              help="Run only this dataset label of the target's config (repeatable); the report "
+                   "lists the labels still to run.")
 @click.pass_obj
-def reproduce(obj, targets, all_targets, quick, check_baseline, n_jobs, force, results_dir):
+def reproduce(obj, targets, all_targets, quick, check_baseline, n_jobs, force, results_dir,
+              datasets):
     """Reproduce paper TARGETS (ids as `dmlbench reproduce --list`; e.g. ying2012-table4).
 
     Each target runs its config (resuming earlier runs) and writes its report; one that cannot
@@ -177,7 +190,10 @@ def reproduce(obj, targets, all_targets, quick, check_baseline, n_jobs, force, r
         try:
             record = run_target(tid, quick=quick, results_root=results_dir, mirror=obj["mirror"],
                                 cache_dir=obj["cache_dir"], n_jobs=n_jobs, force=force,
-                                progress=_progress(tid), echo=lambda m: click.echo(m, err=True))
+                                progress=_progress(tid), echo=lambda m: click.echo(m, err=True),
+                                datasets=datasets)
+        except UnknownNameError as exc:
+            _fail(f"{tid}: {exc}")
         except TargetUnavailable as exc:
             click.secho(str(exc), fg="yellow", err=True)
             unavailable.append(tid)

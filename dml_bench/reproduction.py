@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from .config import Experiment, load_config
+from .results import RunStore
 from .registry import Registry
 
 TARGETS_FILE = Path(__file__).parent / "targets.yaml"
@@ -124,8 +125,10 @@ def availability(target: Target, exp: Experiment | None, mirror=None, cache_dir=
 
 def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str = "results",
               mirror=None, cache_dir=None, n_jobs: int | None = None, force: bool = False,
-              progress=None, echo=print, root: Path = Path(".")) -> dict:
+              progress=None, echo=print, root: Path = Path("."), datasets=None) -> dict:
     """Run one target and write its report; returns the run record (also ``reproduce.json``).
+
+    ``datasets`` (labels) runs part of the target; the report lists the labels still to run.
 
     Raises
     ------
@@ -142,21 +145,24 @@ def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str =
     if reason:
         raise TargetUnavailable(f"{target_id}: {reason}")
     if target.function:
+        if datasets:
+            raise TargetUnavailable(f"{target_id} has no datasets to choose from")
         return _run_function(target, Path(results_root), quick)
     if n_jobs is not None:
         exp = replace(exp, n_jobs=n_jobs)
+    out_dir = Path(results_root) / exp.name
+    resumed = not force and bool(RunStore(out_dir).finished())
     start, wall = dt.datetime.now(dt.timezone.utc), time.perf_counter()
     summary = run_experiment(exp, results_root, mirror=mirror, cache_dir=cache_dir, force=force,
-                             progress=progress, echo=echo)
-    out_dir = Path(results_root) / exp.name
+                             progress=progress, echo=echo, datasets=datasets)
     written = write_report(out_dir)
     record = {"target": target_id, "experiment": exp.name, "quick": quick,
               "started_at": start.isoformat(timespec="seconds"),
               "wall_seconds": round(time.perf_counter() - wall, 1),
               "tasks": summary.total, "ran": summary.ran, "done_before": summary.done_before,
               "failed": summary.failed, "n_jobs": exp.n_jobs, "cpu_count": os.cpu_count(),
-              "files": sorted(written)}
-    _update_record(out_dir / RUN_RECORD, target_id, record)
+              "datasets": list(datasets) if datasets else "all", "files": sorted(written)}
+    _update_record(out_dir / RUN_RECORD, target_id, record, resumed)
     return record
 
 
@@ -176,16 +182,20 @@ def _run_function(target: Target, results_root: Path, quick: bool) -> dict:
               "wall_seconds": round(time.perf_counter() - wall, 1), "tasks": 1, "ran": 1,
               "done_before": 0, "failed": 0, "n_jobs": 1, "cpu_count": os.cpu_count(),
               "files": sorted(str(p) for p in written.values() if isinstance(p, (str, Path)))}
-    _update_record(out_dir / RUN_RECORD, target.id, record)
+    _update_record(out_dir / RUN_RECORD, target.id, record, resumed=False)
     return record
 
 
-def _update_record(path: Path, target_id: str, record: dict) -> None:
-    """Keep one record per target in ``reproduce.json``; a resumed run adds its wall time."""
+def _update_record(path: Path, target_id: str, record: dict, resumed: bool) -> None:
+    """Keep one record per target in ``reproduce.json``; a run that continued earlier results
+    (``resumed``: a resumed run, or another part of the datasets) adds its wall time."""
     records = json.loads(path.read_text()) if path.is_file() else {}
     old = records.get(target_id)
-    if old and record["done_before"]:  # a resumed run: the work of earlier runs counts too
+    if old and resumed:  # the work of earlier runs counts too
         record["wall_seconds"] = round(old["wall_seconds"] + record["wall_seconds"], 1)
         record["started_at"] = old["started_at"]
+        before = old.get("datasets", "all")
+        if "all" not in (before, record["datasets"]):
+            record["datasets"] = list(dict.fromkeys(before + record["datasets"]))
     records[target_id] = record
     path.write_text(json.dumps(records, indent=2) + "\n")

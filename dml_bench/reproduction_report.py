@@ -52,6 +52,7 @@ def collect(results_root: Path, root: Path = Path(".")) -> list[dict]:
         else:
             entry["status"] = "ran"
             _fill(entry, results_dir, targets)
+            entry["not_run"] = tasks_not_run(exp, entry.get("task_ids", set()))
         entries.append(entry)
     return entries
 
@@ -79,6 +80,18 @@ def _fill(entry: dict, results_dir: Path, targets) -> None:
                                  + pd.to_numeric(runs.get("tuning_time"), errors="coerce").sum())
     entry["results_dir"] = results_dir
     entry["n_runs"] = len(runs)
+    entry["task_ids"] = set(runs["task_id"])
+
+
+def tasks_not_run(exp, done: set[str]) -> dict[str, int]:
+    """Per dataset label of ``exp``: how many of its tasks have no row in ``done`` (task ids)."""
+    from .runner import all_tasks
+
+    missing: dict[str, int] = {}
+    for task in all_tasks(exp):
+        if task.task_id not in done:
+            missing[task.dataset.label] = missing.get(task.dataset.label, 0) + 1
+    return missing
 
 
 def _fill_function(entry: dict, results_dir: Path) -> None:
@@ -122,6 +135,7 @@ def counts(entries: list[dict]) -> pd.DataFrame:
             not_run += sum(len(load_paper_table(k).cells()) for k in target.tables
                            if load_paper_table(k).quantity == "error")
         rows.append({"paper": target.paper, "targets": 1, "run": int(entry["status"] == "ran"),
+                     "partly_run": int(bool(entry.get("not_run"))),
                      "not_run_yet": int(entry["status"] == "not run yet"),
                      "not_runnable": int(entry["status"] == "not runnable here"),
                      "compared": compared, "matched": matched, "not_run": not_run})
@@ -195,10 +209,11 @@ def render_markdown(entries: list[dict], results_root: Path) -> str:
              "A cell *matches* when |ours − paper| ≤ the paper's standard deviation (0.5 points "
              "where the paper prints none). Times are compared as ratios only (other hardware).", "",
              "## Summary", "",
-             "| Paper | Targets | Run here | Not run yet | Not runnable here | Error cells compared "
-             "| Matched | Cells not run |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| Paper | Targets | Run here (of which partly) | Not run yet | Not runnable here "
+             "| Error cells compared | Matched | Cells not run |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for _, r in table.iterrows():
-        lines.append(f"| {r['paper']} | {r['targets']} | {r['run']} | {r['not_run_yet']} | "
+        lines.append(f"| {r['paper']} | {r['targets']} | {_run_cell(r)} | {r['not_run_yet']} | "
                      f"{r['not_runnable']} | {r['compared']} | {r['matched']} | {r['not_run']} |")
     total = table[["compared", "matched"]].sum()
     lines += ["", f"In all: **{total['matched']} of {total['compared']}** compared error cells "
@@ -228,6 +243,10 @@ def _target_markdown(entry: dict, results_root: Path) -> list[str]:
     else:
         runs = f" ({entry['n_runs']} runs)" if not t.function else ""
         lines += ["", f"Results: `{entry['results_dir']}`{runs}. " + _timing_line(entry)]
+        if entry.get("not_run"):
+            todo = ", ".join(f"{label} ({n} tasks)" for label, n in entry["not_run"].items())
+            lines += ["", f"**Partly run**: not run yet: {todo}; `dmlbench reproduce {t.id}` "
+                          "runs them into the same results."]
     if t.notes:
         lines += ["", t.notes]
     for key, comp in entry["comparisons"]:
@@ -298,13 +317,18 @@ def _inline(text: str) -> str:
     return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
 
 
+def _run_cell(row: pd.Series) -> str:
+    return f"{row['run']} ({row['partly_run']})" if row["partly_run"] else str(row["run"])
+
+
 def summary_markdown(entries: list[dict]) -> str:
     """The per-paper summary table alone (the README's status table)."""
-    rows = ["| Paper | Targets | Run here | Not run yet | Not runnable here | Error cells compared "
-            "| Matched |", "|---|---:|---:|---:|---:|---:|---:|"]
+    rows = ["| Paper | Targets | Run here (of which partly) | Not run yet | Not runnable here "
+            "| Error cells compared | Matched | Error cells not run |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for _, r in counts(entries).iterrows():
-        rows.append(f"| {r['paper']} | {r['targets']} | {r['run']} | {r['not_run_yet']} | "
-                    f"{r['not_runnable']} | {r['compared']} | {r['matched']} |")
+        rows.append(f"| {r['paper']} | {r['targets']} | {_run_cell(r)} | {r['not_run_yet']} | "
+                    f"{r['not_runnable']} | {r['compared']} | {r['matched']} | {r['not_run']} |")
     return "\n".join(rows + ["", "Details, per cell and with the reasons for gaps: "
                                   "[results/REPRODUCTION.md](results/REPRODUCTION.md)."])
 

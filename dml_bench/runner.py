@@ -18,7 +18,7 @@ import os
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -31,6 +31,7 @@ from . import __version__
 from .config import DatasetEntry, Experiment, SolverEntry
 from .constraints import GENERATORS
 from .evaluate import model_error, spectrum_counts
+from .registry import UnknownNameError
 from .results import TUNE_COLUMNS, RunStore
 from .splits import derive_seed, split_indices, subsample_indices, tuning_parts
 from .tuning import TuningIncomplete, run_tune_task, tune_tasks, with_choice
@@ -290,7 +291,8 @@ def _now() -> str:
 def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
                    mirror: str | None = None, cache_dir: str | None = None, force: bool = False,
                    progress: Callable[[int], contextlib.AbstractContextManager] | None = None,
-                   echo: Callable[[str], None] = print) -> RunSummary:
+                   echo: Callable[[str], None] = print,
+                   datasets: Sequence[str] | None = None) -> RunSummary:
     """Run every unfinished task of ``exp`` and append its row to ``results/<name>/runs.csv``.
 
     Parameters
@@ -305,15 +307,30 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
         Recompute tasks already in ``runs.csv``.
     progress : callable, optional
         ``progress(total)`` returns a context manager with an ``update(n)`` method (a bar).
+    datasets : sequence of str, optional
+        Run only the tasks of these dataset labels (the rest of the config stays as it is, so a
+        later run of the other labels completes the same results folder).
 
     Returns
     -------
     RunSummary
+
+    Raises
+    ------
+    UnknownNameError
+        When a label of ``datasets`` is not one of the config's.
     """
+    labels = [d.label for d in exp.datasets]
+    for label in datasets or ():
+        if label not in labels:
+            raise UnknownNameError(f"dataset label of {exp.name}", label, labels)
     store = RunStore(Path(results_root) / exp.name)
     store.dir.mkdir(parents=True, exist_ok=True)
     (store.dir / "config.yaml").write_text(yaml.safe_dump(exp.to_dict(), sort_keys=False))
     tasks, skipped = plan(exp, mirror, cache_dir)
+    if datasets:
+        tasks = [t for t in tasks if t.dataset.label in datasets]
+        skipped = [s for s in skipped if s[0] in datasets]
     for reason, cells in _group_skipped(skipped, [d.label for d in exp.datasets]).items():
         echo(f"skipped {', '.join(cells)}: {reason}")
     stale = store.finished() - {t.task_id for t in all_tasks(exp, mirror, cache_dir)}

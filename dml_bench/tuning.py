@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-import traceback
 import warnings
 from dataclasses import dataclass, replace
 

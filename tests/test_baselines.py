@@ -47,6 +47,27 @@ def test_nca_equals_sklearn(labelled, n_components):
     assert model.converged_ == (model.n_iter_ < 30)
 
 
+def test_nca_memory_guard_matches_what_sklearn_allocates(labelled):
+    """The guard's n×n estimate bounds scikit-learn's traced peak, and refuses before fitting."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    n = 600
+    X, y = rng.normal(size=(n, 4)), rng.integers(0, 4, n)
+    need = 8 * n * n * NCA._n_pairwise
+    tracemalloc.start()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            NCA(max_iter=2, memory_limit_gb=need / 2**30).fit(X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert 3 * 8 * n * n < peak <= need
+    with pytest.raises(MemoryError, match=r"NCA needs about .* GiB for n×n matrices \(n = 600"):
+        NCA(max_iter=2, memory_limit_gb=0.9 * need / 2**30).fit(X, y)
+
+
 @pytest.mark.parametrize("params", [{}, {"n_components": 1},
                                     {"solver": "eigen", "shrinkage": "auto"}])
 def test_lda_equals_sklearn_up_to_centring(labelled, params):

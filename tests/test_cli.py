@@ -120,6 +120,18 @@ def test_run_again_skips(tiny_results, tmp_path):
     assert "tiny: 0 tasks run, 12 already done, 0 failed" in result.stdout
 
 
+def test_run_one_dataset_of_the_config(tmp_path, write_yaml):
+    cfg = write_yaml(TINY, "tiny.yaml")
+    bad = invoke("run", cfg, "--dataset", "irsi", "--results-dir", tmp_path / "results")
+    assert bad.exit_code == 2 and "Did you mean 'iris'" in bad.output and "wine" in bad.output
+    result = invoke("run", cfg, "--dataset", "iris", "--results-dir", tmp_path / "results")
+    assert result.exit_code == 0, result.output
+    assert "tiny: 6 tasks run, 0 already done" in result.stdout
+    assert set(pd.read_csv(tmp_path / "results" / "tiny" / "runs.csv")["dataset"]) == {"iris"}
+    rest = invoke("run", cfg, "--results-dir", tmp_path / "results")
+    assert "tiny: 6 tasks run, 6 already done" in rest.stdout
+
+
 def test_run_bad_config_exits_2(tmp_path, write_yaml):
     cfg = write_yaml({**TINY, "solver": TINY["solvers"]}, "typo.yaml")
     result = invoke("run", cfg, "--results-dir", tmp_path / "results")

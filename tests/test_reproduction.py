@@ -160,3 +160,29 @@ def test_report_all_cli_writes_both_files(tiny_target):
     assert out.exit_code == 0, out.output
     text = (results / "REPRODUCTION.md").read_text()
     assert "Not run yet" in text and (results / "REPRODUCTION.html").is_file()
+
+
+def test_a_target_runs_dataset_by_dataset_and_the_report_lists_the_rest(tiny_target):
+    """`reproduce --dataset`: part of a target now, the rest later into the same results."""
+    results = tiny_target / "results"
+    bad = CliRunner().invoke(main, ["reproduce", "tiny-table", "--dataset", "wnie",
+                                    "--results-dir", results])
+    assert bad.exit_code == 2 and "Did you mean 'wine'" in bad.output and "iris" in bad.output
+    first = CliRunner().invoke(main, ["reproduce", "tiny-table", "--dataset", "wine",
+                                      "--results-dir", results])
+    assert first.exit_code == 0, first.output
+    runs = pd.read_csv(results / "tiny" / "runs.csv")
+    assert set(runs["dataset"]) == {"wine"} and len(runs) == 6
+    (entry,) = collect(results)
+    assert entry["not_run"] == {"iris": 6}
+    assert counts([entry]).iloc[0]["partly_run"] == 1
+    assert "**Partly run**: not run yet: iris (6 tasks)" in render_markdown([entry], results)
+    wall_first = reproduction.json.loads((results / "tiny" / "reproduce.json").read_text())
+
+    record = reproduce("tiny-table", results_root=results, echo=lambda m: None,
+                       datasets=["iris"])
+    assert record["ran"] == 6 and record["datasets"] == ["wine", "iris"]
+    assert record["wall_seconds"] > wall_first["tiny-table"]["wall_seconds"]  # both parts count
+    assert record["started_at"] == wall_first["tiny-table"]["started_at"]
+    (entry,) = collect(results)
+    assert entry["not_run"] == {} and "Partly run" not in render_markdown([entry], results)

@@ -29,7 +29,7 @@ from sklearn.neighbors import NeighborhoodComponentsAnalysis
 from sklearn.utils import check_random_state
 
 from .base import MetricLearner
-from .linalg import components_from_psd, weighted_pair_outer_sum
+from .linalg import check_square_memory, components_from_psd, weighted_pair_outer_sum
 
 
 def _set_linear_map(est, L, objective=float("nan"), n_iter=0, converged=True, trace=None):
@@ -50,8 +50,11 @@ def _set_linear_map(est, L, objective=float("nan"), n_iter=0, converged=True, tr
 class NCA(MetricLearner):
     """Neighbourhood components analysis (Goldberger et al. 2005), scikit-learn's implementation.
 
-    Parameters are passed to ``sklearn.neighbors.NeighborhoodComponentsAnalysis`` unchanged
-    (defaults are scikit-learn's).
+    Parameters other than ``memory_limit_gb`` are passed to
+    ``sklearn.neighbors.NeighborhoodComponentsAnalysis`` unchanged (defaults are scikit-learn's).
+    Each of its L-BFGS steps holds about four n×n float64 arrays (squared distances, softmax
+    probabilities and their weighted copies; peak measured at 4.1): ``fit`` refuses with ``MemoryError`` before starting
+    when they do not fit (Shen et al. 2014's NCA gave no result on their larger sets for this).
 
     Parameters
     ----------
@@ -62,6 +65,8 @@ class NCA(MetricLearner):
         L-BFGS iterations.
     tol : float, default=1e-5
     random_state : int or None, default=None
+    memory_limit_gb : float or None, default=None
+        Memory the n×n arrays may use; None: the memory available when ``fit`` starts.
 
     Attributes
     ----------
@@ -84,17 +89,22 @@ class NCA(MetricLearner):
     """
 
     constraint_kind = "labels"
+    #: n×n float64 arrays alive at once in scikit-learn's loss and gradient (4.1 measured)
+    _n_pairwise = 5
 
-    def __init__(self, n_components=None, init="auto", max_iter=50, tol=1e-5, random_state=None):
+    def __init__(self, n_components=None, init="auto", max_iter=50, tol=1e-5, random_state=None,
+                 memory_limit_gb=None):
         self.n_components = n_components
         self.init = init
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
+        self.memory_limit_gb = memory_limit_gb
 
     def _fit(self, X, y, constraints):
         if y is None:
             raise ValueError("NCA needs labels y")
+        check_square_memory("NCA", X.shape[0], self._n_pairwise, "n", self.memory_limit_gb)
         start = time.perf_counter()
         times = []
         nca = NeighborhoodComponentsAnalysis(

@@ -8,6 +8,8 @@ computed row-wise.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import scipy.linalg
 import scipy.sparse
@@ -127,3 +129,30 @@ def triplet_pairs(triplets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
     base = np.int64(both.max(initial=0) + 1)
     keys, inverse = np.unique(both[:, 0] * base + both[:, 1], return_inverse=True)
     return np.column_stack([keys // base, keys % base]), inverse[:m], inverse[m:]
+
+
+def available_memory_bytes() -> int:
+    """Memory available to this process now (psutil when installed, else sysconf)."""
+    try:
+        import psutil
+        return int(psutil.virtual_memory().available)
+    except ImportError:  # pragma: no cover - psutil is installed here
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def check_square_memory(name: str, size: int, n_matrices: int, symbol: str = "d",
+                        memory_limit_gb: float | None = None) -> int:
+    """Raise ``MemoryError`` before allocating when ``n_matrices`` size×size float64 arrays do not
+    fit (``symbol`` names the size in the message: d×d metrics, n×n pairwise arrays).
+
+    The limit is ``memory_limit_gb`` when given, else the memory available now. Returns the bytes
+    needed.
+    """
+    need = int(n_matrices) * size * size * 8
+    avail = (int(memory_limit_gb * 2**30) if memory_limit_gb is not None
+             else available_memory_bytes())
+    if need > avail:
+        raise MemoryError(f"{name} needs about {need / 2**30:.1f} GiB for {symbol}×{symbol} "
+                          f"matrices ({symbol} = {size}, {n_matrices} of them); available "
+                          f"{avail / 2**30:.1f} GiB")
+    return need

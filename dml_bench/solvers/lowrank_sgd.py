@@ -34,7 +34,6 @@ Efficient distance metric learning by adaptive sampling and mini-batch SGD. MLJ 
 
 from __future__ import annotations
 
-import os
 import time
 import warnings
 
@@ -46,8 +45,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .base import MetricLearner
 from .incremental_eigen import eigen_update
-from .linalg import (DENSE_EIGH_MAX_DIM, components_from_psd, pair_differences,
-                     pair_sq_distances, triplet_pairs, weighted_pair_outer_sum)
+from .linalg import (DENSE_EIGH_MAX_DIM, check_square_memory, components_from_psd,
+                     pair_differences, pair_sq_distances, triplet_pairs, weighted_pair_outer_sum)
 
 CONSTRAINTS = ("frobenius", "spectral")
 
@@ -91,30 +90,6 @@ def linear_minimizer_eigenvalues(theta: np.ndarray, tau: float, constraint: str)
         return np.where(theta > 0, tau, 0.0)
     norm = np.sqrt(pos @ pos)
     return pos * (tau / norm) if norm > 0 else pos
-
-
-def available_memory_bytes() -> int:
-    """Memory available to this process now (psutil when installed, else sysconf)."""
-    try:
-        import psutil
-        return int(psutil.virtual_memory().available)
-    except ImportError:  # pragma: no cover - psutil is installed here
-        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-
-
-def check_dense_memory(name: str, d: int, n_matrices: int, memory_limit_gb=None) -> int:
-    """Raise ``MemoryError`` before allocating when ``n_matrices`` d×d float64 arrays do not fit.
-
-    The limit is ``memory_limit_gb`` when given, else the memory available now. Returns the bytes
-    needed.
-    """
-    need = int(n_matrices) * d * d * 8
-    avail = (int(memory_limit_gb * 2**30) if memory_limit_gb is not None
-             else available_memory_bytes())
-    if need > avail:
-        raise MemoryError(f"{name} needs about {need / 2**30:.1f} GiB for d×d matrices "
-                          f"(d = {d}, {n_matrices} of them); available {avail / 2**30:.1f} GiB")
-    return need
 
 
 def _rows(X, idx):
@@ -411,7 +386,8 @@ class _DenseBase(_LowRankDMLBase):
         self._check_common()
 
     def _prepare(self, X, triplets):
-        check_dense_memory(type(self).__name__, X.shape[1], self._n_dense, self.memory_limit_gb)
+        check_square_memory(type(self).__name__, X.shape[1], self._n_dense, "d",
+                            self.memory_limit_gb)
         self._full = _FullObjective(X, triplets, self.lam) if self._full_gradient else None
 
     def _gradient(self, X, triplets, W, rng):
