@@ -67,6 +67,36 @@ def test_gap_certifies_the_distance_to_the_cvxpy_optimum():
     assert np.all(np.diff(f) >= -1e-9 * f[1:])  # only improving iterates are accepted
 
 
+def test_gap_with_a_constant_feature_still_certifies_the_cvxpy_optimum():
+    """A feature constant over the data (a blank pixel) makes X_S singular but leaves Eq. (1)
+    bounded: the gap, whitened on the range of X_S, stays finite and an upper bound."""
+    X, c = tiny_problem(4, d=4, n=14, n_similar=12, n_dissimilar=25)
+    X = np.hstack([X, np.full((len(X), 1), 3.0)])
+    opt = cvxpy_optimum(X, c)
+    model = fit(X, c)
+    f, gap = model.trace_["objective"], model.trace_["gap"]
+    assert np.all(np.isfinite(gap)) and np.all(gap >= -1e-9 * f)
+    assert np.all(f + gap >= opt * (1 - 1e-6))
+    assert f[-1] + gap[-1] - opt < 0.5 * (f[0] + gap[0] - opt)  # the certificate tightens
+
+
+def test_gap_is_infinite_where_eq1_is_unbounded():
+    """A feature equal within every similar pair but not within dissimilar ones makes Eq. (1)
+    unbounded (an explicit feasible ray), and the gap says so."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    X, c = tiny_problem(5, d=3, n=12, n_similar=6, n_dissimilar=20)
+    graph = coo_matrix((np.ones(len(c.similar)), tuple(c.similar.T)), shape=(len(X),) * 2)
+    _, component = connected_components(graph, directed=False)
+    free = component % 2  # equal within each similar pair, varies between components
+    assert np.any(free[c.dissimilar[:, 0]] != free[c.dissimilar[:, 1]])
+    X = np.hstack([X, free[:, None].astype(float)])
+    v = np.eye(X.shape[1])[-1]  # the ray M = t v vᵀ: feasible for every t, objective ∝ √t
+    assert np.allclose(diffs(X, c.similar) @ v, 0) and np.abs(diffs(X, c.dissimilar) @ v).sum() > 0
+    assert np.isinf(fit(X, c, max_iter=5).trace_["gap"][-1])
+
+
 def test_gradient_matches_finite_differences():
     rng = np.random.default_rng(7)
     X = rng.normal(size=(9, 5))

@@ -37,7 +37,9 @@ run by the ``tol`` rule short of the optimum; ``trace_["gap"]`` shows it when it
 Optimality certificate (``trace_["gap"]``): g is concave, so at the normalised feasible point
 ``M̂ = A / ⟨X_S, A⟩`` the Frank-Wolfe gap ``max_{Z feasible} ⟨∇g(M̂), Z − M̂⟩
 = λ_max(X_S^{-1/2} ∇g(M̂) X_S^{-1/2}) − g(M̂)/2`` (``⟨∇g(M), M⟩ = g(M)/2``) bounds ``g* − g(M̂)``
-from above (NaN when X_S is singular, where the feasible set is unbounded).
+from above. A singular X_S (features constant over the training set) is whitened on its range;
+the gap is ``inf`` only when the dissimilar pairs also vary along its null space, where Eq. (1)
+is unbounded.
 """
 
 from __future__ import annotations
@@ -141,11 +143,7 @@ class Xing(MetricLearner):
         if XS_norm2 == 0:
             raise ValueError("all similar pairs have zero difference")
         XS_unit = XS / np.sqrt(XS_norm2)
-        try:
-            XS_chol = np.linalg.cholesky(XS)
-            XS_whiten = scipy.linalg.solve_triangular(XS_chol, np.eye(d), lower=True)  # L⁻¹
-        except np.linalg.LinAlgError:
-            XS_whiten = None  # singular X_S: no finite gap certificate
+        XS_whiten, XS_null = _whitener(XS)
         t = np.trace(XS) / BOUND_DIVISOR  # ⟨X_S, A_0⟩ / 100 with A_0 = I
 
         def distances(lam, V):
@@ -185,7 +183,7 @@ class Xing(MetricLearner):
                 grad = _gradient(X, dissimilar, dist)
                 scale = float(np.vdot(XS, A))  # ⟨X_S, A⟩; M̂ = A / scale
                 objective_n = dist.sum() / np.sqrt(scale)
-                gap = _fw_gap(grad * np.sqrt(scale), objective_n, XS_whiten)
+                gap = _fw_gap(grad * np.sqrt(scale), objective_n, XS_whiten, XS_null)
                 P = _ascent_direction(grad, XS_unit)
                 A = A_last + alpha * P
             else:
@@ -253,11 +251,25 @@ def _ascent_direction(grad, XS_unit):
     return P / np.linalg.norm(P)
 
 
-def _fw_gap(grad, objective, XS_whiten):
-    """``λ_max(X_S^{-1/2} ∇g X_S^{-1/2}) − g/2``: Frank-Wolfe gap of Eq. (1) (NaN without X_S⁻¹)."""
-    if XS_whiten is None:
-        return np.nan
-    C = XS_whiten @ grad @ XS_whiten.T  # L⁻¹ ∇g L⁻ᵀ with X_S = L Lᵀ
-    d = len(C)
-    lam = scipy.linalg.eigh((C + C.T) / 2, eigvals_only=True, subset_by_index=[d - 1, d - 1])
+def _whitener(XS, rtol=1e-10):
+    """``(W, N)``: ``W = diag(s)^{-1/2} Uᵀ`` over the range of ``X_S = U diag(s) Uᵀ`` (eigenvalues
+    above ``rtol · s_max``) and an orthonormal basis ``N`` of its null space (d×0 when regular)."""
+    s, U = scipy.linalg.eigh(XS)
+    keep = s > rtol * s[-1]
+    return U[:, keep].T / np.sqrt(s[keep])[:, None], U[:, ~keep]
+
+
+def _fw_gap(grad, objective, W, N):
+    """Frank-Wolfe gap of Eq. (1) at a normalised point with gradient ``grad`` and value ``g``.
+
+    ``max {⟨∇g, Z⟩ : Z ⪰ 0, ⟨X_S, Z⟩ ≤ 1} = λ_max(W ∇g Wᵀ)`` (``W`` whitens the range of X_S), minus
+    ``⟨∇g, M̂⟩ = g/2``. A singular X_S (constant features, e.g. blank pixels) leaves the feasible
+    set unbounded along its null space ``N``: the supremum is then finite only when ∇g vanishes
+    there (∇g is PSD, so ``∇g N = 0`` iff ``Nᵀ ∇g N = 0``), else the gap is ``inf``.
+    """
+    if N.shape[1] and np.abs(N.T @ grad @ N).max() > 1e-10 * np.abs(grad).max():
+        return np.inf
+    C = W @ grad @ W.T
+    r = len(C)
+    lam = scipy.linalg.eigh((C + C.T) / 2, eigvals_only=True, subset_by_index=[r - 1, r - 1])
     return max(float(lam[0]), 0.0) - objective / 2
