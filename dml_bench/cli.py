@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import signal
 import sys
 import time
 from dataclasses import replace
@@ -17,6 +18,12 @@ from . import __version__
 def _fail(message: str, code: int = 2):
     click.secho(f"error: {message}", fg="red", err=True)
     sys.exit(code)
+
+
+def _exit_on_sigterm():
+    """Turn SIGTERM (``kill``, a scheduler's time limit) into ``SystemExit`` so that a long run
+    stops like on Ctrl-C: finished rows are already on disk and the wall-time record is kept."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
 def _load(config_path: str, **overrides):
@@ -87,6 +94,7 @@ def run(obj, config, n_jobs, backend, scheduler, timing, force, results_dir, dat
     from .report import ReportError, write_report
     from .runner import run_experiment
 
+    _exit_on_sigterm()
     exp = _load(config, n_jobs=n_jobs, backend=backend, scheduler=scheduler, timing=timing)
     from .registry import UnknownNameError
 
@@ -172,6 +180,7 @@ def reproduce(obj, targets, all_targets, quick, check_baseline, n_jobs, force, r
     from .config import ConfigError
     from .reproduction import TargetUnavailable, load_targets, reproduce as run_target
 
+    _exit_on_sigterm()
     registry = load_targets()
     if all_targets:
         targets = [t.id for t in registry.values() if not t.same_runs

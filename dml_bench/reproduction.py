@@ -151,17 +151,25 @@ def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str =
     if n_jobs is not None:
         exp = replace(exp, n_jobs=n_jobs)
     out_dir = Path(results_root) / exp.name
-    resumed = not force and bool(RunStore(out_dir).finished())
+    prior = 0 if force else len(RunStore(out_dir).finished())
+    # an earlier run's rows, or an interrupted run's tuning fits, are work this run continues
+    resumed = not force and (prior > 0 or _previous(out_dir, target_id).get("interrupted", False))
     start, wall = dt.datetime.now(dt.timezone.utc), time.perf_counter()
-    summary = run_experiment(exp, results_root, mirror=mirror, cache_dir=cache_dir, force=force,
-                             progress=progress, echo=echo, datasets=datasets)
-    written = write_report(out_dir)
     record = {"target": target_id, "experiment": exp.name, "quick": quick,
-              "started_at": start.isoformat(timespec="seconds"),
-              "wall_seconds": round(time.perf_counter() - wall, 1),
-              "tasks": summary.total, "ran": summary.ran, "done_before": summary.done_before,
-              "failed": summary.failed, "n_jobs": exp.n_jobs, "cpu_count": os.cpu_count(),
-              "datasets": list(datasets) if datasets else "all", "files": sorted(written)}
+              "started_at": start.isoformat(timespec="seconds"), "n_jobs": exp.n_jobs,
+              "cpu_count": os.cpu_count(), "datasets": list(datasets) if datasets else "all"}
+    try:
+        summary = run_experiment(exp, results_root, mirror=mirror, cache_dir=cache_dir,
+                                 force=force, progress=progress, echo=echo, datasets=datasets)
+    except (KeyboardInterrupt, SystemExit):  # the rows written so far are kept: so is their time
+        ran = len(RunStore(out_dir).finished()) - prior
+        record.update(wall_seconds=round(time.perf_counter() - wall, 1), tasks=None, ran=ran,
+                      done_before=prior, failed=None, interrupted=True, files=[])
+        _update_record(out_dir / RUN_RECORD, target_id, record, resumed)
+        raise
+    record.update(wall_seconds=round(time.perf_counter() - wall, 1), tasks=summary.total,
+                  ran=summary.ran, done_before=summary.done_before, failed=summary.failed,
+                  files=sorted(write_report(out_dir)))
     _update_record(out_dir / RUN_RECORD, target_id, record, resumed)
     return record
 
@@ -186,9 +194,16 @@ def _run_function(target: Target, results_root: Path, quick: bool) -> dict:
     return record
 
 
+def _previous(out_dir: Path, target_id: str) -> dict:
+    """The target's record in ``out_dir/reproduce.json`` ({} when none)."""
+    path = out_dir / RUN_RECORD
+    return json.loads(path.read_text()).get(target_id, {}) if path.is_file() else {}
+
+
 def _update_record(path: Path, target_id: str, record: dict, resumed: bool) -> None:
     """Keep one record per target in ``reproduce.json``; a run that continued earlier results
-    (``resumed``: a resumed run, or another part of the datasets) adds its wall time."""
+    (``resumed``: a resumed or interrupted run, or another part of the datasets) adds its wall
+    time."""
     records = json.loads(path.read_text()) if path.is_file() else {}
     old = records.get(target_id)
     if old and resumed:  # the work of earlier runs counts too

@@ -192,6 +192,8 @@ def _timing_line(entry: dict) -> str:
     if record:
         resumed = (f", resuming {record['done_before']} tasks finished by earlier runs"
                    if record["done_before"] else "")
+        if record.get("interrupted"):
+            resumed += "; the last run was interrupted"
         return (f"Wall time of `dmlbench reproduce {record['target']}`: "
                 f"{_duration(record['wall_seconds'])} ({record['n_jobs']} parallel tasks, "
                 f"{record['cpu_count']} cores{resumed}); {fits}.")

@@ -186,3 +186,57 @@ def test_a_target_runs_dataset_by_dataset_and_the_report_lists_the_rest(tiny_tar
     assert record["started_at"] == wall_first["tiny-table"]["started_at"]
     (entry,) = collect(results)
     assert entry["not_run"] == {} and "Partly run" not in render_markdown([entry], results)
+
+
+def test_an_interrupted_run_keeps_its_rows_and_wall_time(tiny_target, monkeypatch):
+    """Ctrl-C (or SIGTERM, turned into SystemExit by the CLI) after some rows: the record says
+    interrupted with the rows it wrote, and the next run adds its own wall time to it."""
+    from dml_bench import runner
+
+    results = tiny_target / "results"
+    real = runner.run_experiment
+
+    def dies_after_wine(exp, results_root, **kwargs):
+        real(exp, results_root, **{**kwargs, "datasets": ["wine"]})
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run_experiment", dies_after_wine)
+    with pytest.raises(KeyboardInterrupt):
+        reproduce("tiny-table", results_root=results, echo=lambda m: None)
+    first = reproduction.json.loads((results / "tiny" / "reproduce.json").read_text())["tiny-table"]
+    assert first["interrupted"] and first["ran"] == 6 and first["wall_seconds"] > 0
+    (entry,) = collect(results)
+    assert "the last run was interrupted" in render_markdown([entry], results)
+
+    monkeypatch.setattr(runner, "run_experiment", real)
+    record = reproduce("tiny-table", results_root=results, echo=lambda m: None)
+    assert record["ran"] == 6 and record["done_before"] == 6 and "interrupted" not in record
+    assert record["wall_seconds"] > first["wall_seconds"]
+    assert record["started_at"] == first["started_at"]
+
+
+def test_sigterm_stops_a_cli_run_like_ctrl_c(tmp_path):
+    """`kill <pid>` of `dmlbench run` leaves a run that the same command resumes."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cfg = tmp_path / "slow.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": "slow", "datasets": [{"name": "wine"}],
+        "split": {"train_fraction": 0.7, "n_splits": 40, "seed": 0},
+        "constraints": {"generator": "knn_triplets", "params": {"k": 3}},
+        "solvers": [{"name": "lmnn", "params": {"max_iter": 300}}],
+        "execution": {"n_jobs": 1, "backend": "sequential"}}))
+    runs = tmp_path / "results" / "slow" / "runs.csv"
+    proc = subprocess.Popen([sys.executable, "-m", "dml_bench.cli", "run", str(cfg),
+                             "--results-dir", str(tmp_path / "results")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    deadline = time.time() + 120
+    while time.time() < deadline and not (runs.is_file() and len(pd.read_csv(runs)) >= 2):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err.decode()
+    assert 2 <= len(pd.read_csv(runs)) < 40  # stopped mid-run, every written row readable
