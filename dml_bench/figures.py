@@ -94,7 +94,8 @@ def plot_figure(data: pd.DataFrame, spec: Mapping[str, Any], out_dir: Path) -> l
     csv = out_dir / f"{spec['name']}.csv"
     data.to_csv(csv, index=False)
     panels = list(dict.fromkeys(data["panel"])) or [""]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(4.2 * len(panels), 6.4), 3.8),
+                             squeeze=False)
     for ax, panel in zip(axes[0], panels):
         part = data[data["panel"] == panel]
         if spec["kind"] == "bar":
@@ -107,7 +108,7 @@ def plot_figure(data: pd.DataFrame, spec: Mapping[str, Any], out_dir: Path) -> l
                             capsize=3, label=series)
             else:
                 ax.plot(line["x"], line["y"], label=series)
-        ax.set_title(panel or spec.get("title", ""))
+        ax.set_title(panel)  # the figure's own title is the suptitle
         ax.set_xlabel(spec["x"])
         ax.set_ylabel(spec["y"] + (" (%)" if spec["y"] in PERCENT else ""))
         if spec.get("logx"):
