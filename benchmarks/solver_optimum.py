@@ -1,0 +1,148 @@
+"""What the optimum of a solver's own problem is worth for 3-NN, on one split of a paper config.
+
+The diagnostic behind the notes that explain a gap by the problem rather than the solver
+(``dml_bench/papers/*.yaml``). On one split of a config's dataset (same preprocessing, constraints
+and split as the run) it fits the solver and, with ``--cvxpy``, solves the same convex problem
+with cvxpy (Clarabel interior point), printing objective, rank and 3-NN test error of both:
+
+- ``xing``: Eq. (1) of Ying & Li (2012), for each cycle cap of ``--cycles``, with the Frank-Wolfe
+  gap (an upper bound on optimum − objective);
+- ``lmnn``: Eq. (14) of Weinberger & Saul (2009) over *every* (point, target, other-class point)
+  triplet, the problem the default LMNN solves by impostor search (d ≤ ~10: the cvxpy problem has
+  one hinge per triplet).
+
+    DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/solver_optimum.py \\
+        xing configs/ying2012_table4.yaml orl_faces --cycles 1 10 100 --cvxpy
+    python benchmarks/solver_optimum.py lmnn configs/shen2014_table1.yaml balance_scale --cvxpy
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from dml_bench.config import load_config
+from dml_bench.evaluate import knn_error
+from dml_bench.runner import all_tasks, prepare_split
+from dml_bench.solvers import SOLVERS
+from dml_bench.solvers.linalg import components_from_psd
+
+
+def xing_objective(X, y, constraints, M) -> float:
+    """Eq. (1): Σ_{(i,j)∈D} sqrt((x_i − x_j)ᵀ M (x_i − x_j))."""
+    D = X[constraints.dissimilar[:, 0]] - X[constraints.dissimilar[:, 1]]
+    return float(np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", D, M, D), 0)).sum())
+
+
+def xing_cvxpy(X, y, constraints) -> np.ndarray:
+    """argmax of Eq. (1) (rows rescaled first: the optimum value is scale-free)."""
+    import cvxpy as cp
+
+    S = X[constraints.similar[:, 0]] - X[constraints.similar[:, 1]]
+    D = X[constraints.dissimilar[:, 0]] - X[constraints.dissimilar[:, 1]]
+    scale = np.sqrt((S * S).sum() / len(S))
+    S, D = S / scale, D / scale
+    M = cp.Variable((X.shape[1],) * 2, PSD=True)
+    cp.Problem(cp.Maximize(cp.sum(cp.sqrt(cp.sum(cp.multiply(D @ M, D), axis=1)))),
+               [cp.trace(S.T @ S @ M) <= 1]).solve(solver="CLARABEL")
+    return (M.value + M.value.T) / 2 / scale**2
+
+
+def _every_triplet(y, constraints):
+    """Target pairs of the constraints and every (i, j target, l of another class) triplet."""
+    targets = np.unique(constraints.triplets[:, :2], axis=0)
+    others = [np.flatnonzero(y != y[i]) for i in targets[:, 0]]
+    counts = np.array([len(o) for o in others])
+    triplets = np.column_stack([np.repeat(targets, counts, axis=0), np.concatenate(others)])
+    return targets, triplets
+
+
+def lmnn_objective(X, y, constraints, M, mu=0.5) -> float:
+    """Eq. (14): (1 − μ) Σ_targets d²_M + μ Σ_every triplet [1 + d²_M(i, j) − d²_M(i, l)]₊."""
+    targets, T = _every_triplet(y, constraints)
+
+    def sq(a, b):
+        Z = X[a] - X[b]
+        return np.einsum("ij,jk,ik->i", Z, M, Z)
+
+    hinge = np.maximum(1 + sq(T[:, 0], T[:, 1]) - sq(T[:, 0], T[:, 2]), 0)
+    return float((1 - mu) * sq(targets[:, 0], targets[:, 1]).sum() + mu * hinge.sum())
+
+
+def lmnn_cvxpy(X, y, constraints, mu=0.5) -> np.ndarray:
+    """argmin of Eq. (14) over every triplet; ⟨C_ab, M⟩ as a linear form in M's upper triangle."""
+    import cvxpy as cp
+
+    targets, T = _every_triplet(y, constraints)
+    d = X.shape[1]
+    iu = np.triu_indices(d)
+    weight = np.where(iu[0] == iu[1], 1.0, 2.0)
+
+    def forms(a, b):
+        Z = X[a] - X[b]
+        return Z[:, iu[0]] * Z[:, iu[1]] * weight
+
+    M = cp.Variable((d, d), PSD=True)
+    m = cp.hstack([M[a, b] for a, b in zip(*iu)])
+    pull = forms(targets[:, 0], targets[:, 1]).sum(axis=0)
+    push = forms(T[:, 0], T[:, 1]) - forms(T[:, 0], T[:, 2])
+    cp.Problem(cp.Minimize((1 - mu) * pull @ m + mu * cp.sum(cp.pos(1 + push @ m)))).solve(
+        solver="CLARABEL")
+    return (M.value + M.value.T) / 2
+
+
+PROBLEMS = {"xing": (xing_objective, xing_cvxpy), "lmnn": (lmnn_objective, lmnn_cvxpy)}
+
+
+def rank(M: np.ndarray, rtol: float = 1e-3) -> int:
+    w = np.linalg.eigvalsh(M)
+    return int((w > rtol * w.max()).sum())
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("solver", choices=sorted(PROBLEMS))
+    parser.add_argument("config")
+    parser.add_argument("dataset", help="a dataset label of the config")
+    parser.add_argument("--split", type=int, default=0)
+    parser.add_argument("--mu", type=float, default=0.5, help="LMNN's μ")
+    parser.add_argument("--cycles", type=int, nargs="+", default=[100],
+                        help="iteration caps (max_iter) to fit with")
+    parser.add_argument("--cvxpy", action="store_true", help="also solve the problem with cvxpy")
+    args = parser.parse_args(argv)
+    objective, reference = PROBLEMS[args.solver]
+    params = {"mu": args.mu} if args.solver == "lmnn" else {}
+    task = next(t for t in all_tasks(load_config(args.config)) if t.dataset.label == args.dataset
+                and t.solver.name == args.solver and t.split == args.split)
+    X, y, X_test, y_test, constraints, _, _ = prepare_split(task)
+
+    def error(M):
+        L = components_from_psd(M)
+        return 100 * knn_error(X @ L.T, y, X_test @ L.T, y_test)
+
+    def describe(M):
+        return (f"objective {objective(X, y, constraints, M, **params):.4f}, rank {rank(M)}, "
+                f"3-NN error {error(M):.2f} %")
+
+    print(f"{args.dataset} split {args.split}: n = {len(X)}, d = {X.shape[1]}; Euclidean 3-NN "
+          f"error {error(np.eye(X.shape[1])):.2f} %")
+    for cap in args.cycles:
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model = SOLVERS[args.solver](max_iter=cap, **params).fit(X, y, constraints=constraints)
+        gap = f", gap {model.trace_['gap'][-1]:.4g}" if "gap" in model.trace_ else ""
+        print(f"{args.solver}, max_iter {cap}: {describe(model.metric_)}{gap}, "
+              f"{model.n_iter_} iterations, {time.perf_counter() - start:.1f} s")
+    if args.cvxpy:
+        start = time.perf_counter()
+        M = reference(X, y, constraints, **params)
+        print(f"cvxpy optimum: {describe(M)}, {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
