@@ -52,7 +52,7 @@ def collect(results_root: Path, root: Path = Path(".")) -> list[dict]:
         else:
             entry["status"] = "ran"
             _fill(entry, results_dir, targets)
-            entry["not_run"] = tasks_not_run(exp, entry.get("task_ids", set()))
+            entry["not_run"], entry["no_data"] = tasks_not_run(exp, entry.get("task_ids", set()))
         entries.append(entry)
     return entries
 
@@ -83,15 +83,18 @@ def _fill(entry: dict, results_dir: Path, targets) -> None:
     entry["task_ids"] = set(runs["task_id"])
 
 
-def tasks_not_run(exp, done: set[str]) -> dict[str, int]:
-    """Per dataset label of ``exp``: how many of its tasks have no row in ``done`` (task ids)."""
+def tasks_not_run(exp, done: set[str]) -> tuple[dict[str, int], list[str]]:
+    """Per dataset label of ``exp`` with data here: how many of its tasks have no row in ``done``
+    (task ids); and the labels whose data are not available here (mirror, cache, bundled)."""
+    from .datasets import dataset_status
     from .runner import all_tasks
 
     missing: dict[str, int] = {}
+    no_data = [d.label for d in exp.datasets if dataset_status(d.name) == "network needed"]
     for task in all_tasks(exp):
-        if task.task_id not in done:
+        if task.task_id not in done and task.dataset.label not in no_data:
             missing[task.dataset.label] = missing.get(task.dataset.label, 0) + 1
-    return missing
+    return missing, no_data
 
 
 def _fill_function(entry: dict, results_dir: Path) -> None:
@@ -249,6 +252,10 @@ def _target_markdown(entry: dict, results_root: Path) -> list[str]:
             todo = ", ".join(f"{label} ({n} tasks)" for label, n in entry["not_run"].items())
             lines += ["", f"**Partly run**: not run yet: {todo}; `dmlbench reproduce {t.id}` "
                           "runs them into the same results."]
+        if entry.get("no_data"):
+            lines += ["", f"Data not available here (not in the mirror or cache): "
+                          f"{', '.join(entry['no_data'])}; their rows are skipped (`dmlbench fetch "
+                          "NAME` where there is network)."]
     if t.notes:
         lines += ["", t.notes]
     for key, comp in entry["comparisons"]:

@@ -188,6 +188,22 @@ def test_a_target_runs_dataset_by_dataset_and_the_report_lists_the_rest(tiny_tar
     assert entry["not_run"] == {} and "Partly run" not in render_markdown([entry], results)
 
 
+def test_datasets_without_data_here_are_named_not_counted_as_not_run(tiny_target, monkeypatch):
+    """A config dataset missing from mirror and cache is reported as such, not as work to do."""
+    import dml_bench.datasets as datasets
+
+    results = tiny_target / "results"
+    reproduce("tiny-table", results_root=results, echo=lambda m: None, datasets=["wine"])
+    real = datasets.dataset_status
+    monkeypatch.setattr(datasets, "dataset_status",
+                        lambda name, **kw: "network needed" if name == "iris" else real(name, **kw))
+    (entry,) = collect(results)
+    assert entry["not_run"] == {} and entry["no_data"] == ["iris"]
+    markdown = render_markdown([entry], results)
+    assert "Partly run" not in markdown and "Data not available here" in markdown
+    assert "iris; their rows are skipped" in markdown
+
+
 def test_an_interrupted_run_keeps_its_rows_and_wall_time(tiny_target, monkeypatch):
     """Ctrl-C (or SIGTERM, turned into SystemExit by the CLI) after some rows: the record says
     interrupted with the rows it wrote, and the next run adds its own wall time to it."""
