@@ -132,6 +132,24 @@ def test_secular_roots_interlace_and_solve_the_equation(seed):
                                rtol=0, atol=1e-12 * np.abs(delta).max())
 
 
+@pytest.mark.parametrize("k", [25, 80])  # dense and active-set paths
+def test_secular_roots_fall_back_to_bisection(monkeypatch, k):
+    """Past ``_BISECT_AFTER`` iterations every step bisects (a slow case once hit that branch
+    with a Python bool in place of an array); with bisection from the first step the roots
+    are still the eigenvalues of diag(δ) + √w √wᵀ."""
+    from dml_bench.solvers import eigen_update
+
+    monkeypatch.setattr(eigen_update, "_BISECT_AFTER", 0)
+    rng = np.random.default_rng(3)
+    delta = np.sort(rng.normal(size=k))
+    w = rng.exponential(size=k)
+    origin, tau = _secular_roots(delta, w)
+    s = np.sqrt(w)
+    np.testing.assert_allclose(delta[origin] + tau,
+                               np.linalg.eigvalsh(np.diag(delta) + np.outer(s, s)),
+                               rtol=0, atol=1e-12 * np.abs(delta).max())
+
+
 def test_chained_updates_stay_accurate():
     """Fifty successive updates (as inside MDML) against eigh of the accumulated matrix."""
     rng = np.random.default_rng(10)

@@ -50,6 +50,8 @@ import numpy as np
 
 _EPS = np.finfo(np.float64).eps
 _MAX_ITER = 100
+#: after this many secular iterations every step is a bisection (guaranteed progress)
+_BISECT_AFTER = 40
 #: above this many roots the secular iteration works on the not yet converged rows only
 _ACTIVE_SET_MIN_K = 64
 
@@ -250,7 +252,7 @@ def _secular_roots(delta, w):
             eta = s_a * np.where(A <= 0, (A - disc) / (2 * C), 2 * B / (A + disc))
             eta = np.where((f * eta > 0) | ~np.isfinite(eta), -f / dtotal, eta)
             cand = t + eta
-            bad = ~((cand > lo_a) & (cand < hi_a)) if it < 40 else True
+            bad = ~((cand > lo_a) & (cand < hi_a)) | (it >= _BISECT_AFTER)
             cand = np.where(bad, (lo_a + hi_a) / 2, cand)
             # a full-precision model step ends the iteration too (saves one evaluation of f)
             cand = np.where(conv, t, cand)
