@@ -250,8 +250,8 @@ def _target_markdown(entry: dict, results_root: Path) -> list[str]:
         lines += ["", f"Results: `{entry['results_dir']}`{runs}. " + _timing_line(entry)]
         if entry.get("not_run"):
             todo = ", ".join(f"{label} ({n} tasks)" for label, n in entry["not_run"].items())
-            lines += ["", f"**Partly run**: not run yet: {todo}; `dmlbench reproduce {t.id}` "
-                          "runs them into the same results."]
+            lines += ["", f"**Partly run**: not run yet: {todo}; `dmlbench reproduce "
+                          f"{t.same_runs or t.id}` runs them into the same results."]
         if entry.get("no_data"):
             lines += ["", f"Data not available here (not in the mirror or cache): "
                           f"{', '.join(entry['no_data'])}; their rows are skipped (`dmlbench fetch "
