@@ -331,7 +331,7 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
     if datasets:
         tasks = [t for t in tasks if t.dataset.label in datasets]
         skipped = [s for s in skipped if s[0] in datasets]
-    for reason, cells in _group_skipped(skipped, [d.label for d in exp.datasets]).items():
+    for reason, cells in _group_skipped(skipped, labels).items():
         echo(f"skipped {', '.join(cells)}: {reason}")
     stale = store.finished() - {t.task_id for t in all_tasks(exp, mirror, cache_dir)}
     if stale:
@@ -355,25 +355,23 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
     bar = progress(len(todo) + len(tune_todo)) if progress else contextlib.nullcontext()
     fit = functools.partial(run_task, n_jobs=n_jobs, timing_mode=exp.timing)
     with bar as b, _backend(backend, exp.scheduler, n_jobs):
+
+        def land(rows, into: RunStore, count: bool = True):
+            for row in rows:
+                _record(into, row, summary, echo, count=count)
+                if b is not None:
+                    b.update(1)
+
         # dataset by dataset (config order): its tuning fits, then its final fits, so the rows of
         # a dataset land as soon as its own tuning is done
         for dataset in dict.fromkeys(t.dataset.label for t in todo):
-            for row in _execute(run_tune_task, [tt for tt in tune_todo
-                                                if tt.task.dataset.label == dataset],
-                                n_jobs, backend):
-                _record(tuning, row, summary, echo, count=False)
-                if b is not None:
-                    b.update(1)
+            land(_execute(run_tune_task, [tt for tt in tune_todo
+                                          if tt.task.dataset.label == dataset], n_jobs, backend),
+                 tuning, count=False)
             final, failed = _resolve_tuning([t for t in todo if t.dataset.label == dataset],
                                             tuning)
-            for row in failed:
-                _record(store, row, summary, echo)
-                if b is not None:
-                    b.update(1)
-            for row in _execute(fit, final, n_jobs, backend):
-                _record(store, row, summary, echo)
-                if b is not None:
-                    b.update(1)
+            land(failed, store)
+            land(_execute(fit, final, n_jobs, backend), store)
     return summary
 
 
