@@ -35,6 +35,26 @@ def test_predictions_equal_sklearn_svc():
     assert model_error(ours, X, y, X, y) == pytest.approx(np.mean(ref.predict(X) != y))
 
 
+def test_minmax_scaling_is_svm_scale_fitted_on_the_training_points():
+    rng = np.random.default_rng(1)
+    X = np.vstack([rng.normal(0, 1, (40, 3)), rng.normal(1.2, 1, (40, 3))]) * [1.0, 300.0, 0.01]
+    y = np.repeat([0, 1], 40)
+    Z = rng.normal(0.5, 1.5, (60, 3)) * [1.0, 300.0, 0.01]
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    svm_scale = lambda A: 2 * (A - lo) / (hi - lo) - 1  # libsvm's svm-scale -l -1 -u 1
+    ref = SVC(C=4.0, gamma=0.5).fit(svm_scale(X), y)
+    ours = SVM(C=4.0, gamma=0.5, scale="minmax").fit(X, y)
+    np.testing.assert_array_equal(ours.predict(Z), ref.predict(svm_scale(Z)))
+    # hence invariant to a positive affine map of each feature, which the unscaled SVM is not
+    a, b = np.array([5.0, 0.001, 40.0]), np.array([-3.0, 7.0, 100.0])
+    moved = SVM(C=4.0, gamma=0.5, scale="minmax").fit(X * a + b, y)
+    np.testing.assert_array_equal(moved.predict(Z * a + b), ours.predict(Z))
+    assert np.any(SVM(C=4.0, gamma=0.5).fit(X * a + b, y).predict(Z * a + b)
+                  != SVM(C=4.0, gamma=0.5).fit(X, y).predict(Z))
+    with pytest.raises(ValueError, match="minmax"):
+        SVM(scale="zscore").fit(X, y)
+
+
 @pytest.mark.skipif(not PAPER.exists(), reason="paper text not available")
 def test_grids_are_those_of_shen_2014():
     text = PAPER.read_text()
