@@ -84,8 +84,10 @@ def _progress(name: str):
 @click.option("--dataset", "datasets", multiple=True, metavar="LABEL",
               help="Run only this dataset label of the config (repeatable); the others stay to "
                    "be run later into the same results.")
+@click.option("--solver", "solvers", multiple=True, metavar="LABEL",
+              help="Run only this solver label of the config (repeatable), likewise.")
 @click.pass_obj
-def run(obj, config, n_jobs, backend, scheduler, timing, force, results_dir, datasets):
+def run(obj, config, n_jobs, backend, scheduler, timing, force, results_dir, datasets, solvers):
     """Run CONFIG: every (dataset, split, solver) task not yet in runs.csv, then report.
 
     Finished tasks are appended to RESULTS_DIR/<name>/runs.csv one by one, so an interrupted run
@@ -102,7 +104,8 @@ def run(obj, config, n_jobs, backend, scheduler, timing, force, results_dir, dat
         summary = run_experiment(exp, results_dir, mirror=obj["mirror"],
                                  cache_dir=obj["cache_dir"], force=force,
                                  progress=_progress(exp.name),
-                                 echo=lambda m: click.echo(m, err=True), datasets=datasets)
+                                 echo=lambda m: click.echo(m, err=True), datasets=datasets,
+                                 solvers=solvers)
     except UnknownNameError as exc:
         _fail(str(exc))
     click.echo(f"{exp.name}: {summary.ran} tasks run, {summary.done_before} already done, "
@@ -167,10 +170,12 @@ def report(results_dirs, all_targets, results_root, readme):
               show_default=True)
 @click.option("--dataset", "datasets", multiple=True, metavar="LABEL",
               help="Run only this dataset label of the target's config (repeatable); the report "
-                   "lists the labels still to run.")
+                   "lists the tasks still to run.")
+@click.option("--solver", "solvers", multiple=True, metavar="LABEL",
+              help="Run only this solver label of the target's config (repeatable), likewise.")
 @click.pass_obj
 def reproduce(obj, targets, all_targets, quick, check_baseline, n_jobs, force, results_dir,
-              datasets):
+              datasets, solvers):
     """Reproduce paper TARGETS (ids as `dmlbench reproduce --list`; e.g. ying2012-table4).
 
     Each target runs its config (resuming earlier runs) and writes its report; one that cannot
@@ -200,7 +205,7 @@ def reproduce(obj, targets, all_targets, quick, check_baseline, n_jobs, force, r
             record = run_target(tid, quick=quick, results_root=results_dir, mirror=obj["mirror"],
                                 cache_dir=obj["cache_dir"], n_jobs=n_jobs, force=force,
                                 progress=_progress(tid), echo=lambda m: click.echo(m, err=True),
-                                datasets=datasets)
+                                datasets=datasets, solvers=solvers)
         except UnknownNameError as exc:
             _fail(f"{tid}: {exc}")
         except TargetUnavailable as exc:

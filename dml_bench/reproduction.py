@@ -125,10 +125,12 @@ def availability(target: Target, exp: Experiment | None, mirror=None, cache_dir=
 
 def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str = "results",
               mirror=None, cache_dir=None, n_jobs: int | None = None, force: bool = False,
-              progress=None, echo=print, root: Path = Path("."), datasets=None) -> dict:
+              progress=None, echo=print, root: Path = Path("."), datasets=None,
+              solvers=None) -> dict:
     """Run one target and write its report; returns the run record (also ``reproduce.json``).
 
-    ``datasets`` (labels) runs part of the target; the report lists the labels still to run.
+    ``datasets`` and ``solvers`` (labels) run part of the target; the report lists the tasks
+    still to run.
 
     Raises
     ------
@@ -145,8 +147,8 @@ def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str =
     if reason:
         raise TargetUnavailable(f"{target_id}: {reason}")
     if target.function:
-        if datasets:
-            raise TargetUnavailable(f"{target_id} has no datasets to choose from")
+        if datasets or solvers:
+            raise TargetUnavailable(f"{target_id} has no datasets or solvers to choose from")
         return _run_function(target, Path(results_root), quick)
     if n_jobs is not None:
         exp = replace(exp, n_jobs=n_jobs)
@@ -157,10 +159,12 @@ def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str =
     start, wall = dt.datetime.now(dt.timezone.utc), time.perf_counter()
     record = {"target": target_id, "experiment": exp.name, "quick": quick,
               "started_at": start.isoformat(timespec="seconds"), "n_jobs": exp.n_jobs,
-              "cpu_count": os.cpu_count(), "datasets": list(datasets) if datasets else "all"}
+              "cpu_count": os.cpu_count(), "datasets": list(datasets) if datasets else "all",
+              "solvers": list(solvers) if solvers else "all"}
     try:
         summary = run_experiment(exp, results_root, mirror=mirror, cache_dir=cache_dir,
-                                 force=force, progress=progress, echo=echo, datasets=datasets)
+                                 force=force, progress=progress, echo=echo, datasets=datasets,
+                                 solvers=solvers)
     except (KeyboardInterrupt, SystemExit):  # the rows written so far are kept: so is their time
         ran = len(RunStore(out_dir).finished()) - prior
         record.update(wall_seconds=round(time.perf_counter() - wall, 1), tasks=None, ran=ran,
@@ -209,8 +213,9 @@ def _update_record(path: Path, target_id: str, record: dict, resumed: bool) -> N
     if old and resumed:  # the work of earlier runs counts too
         record["wall_seconds"] = round(old["wall_seconds"] + record["wall_seconds"], 1)
         record["started_at"] = old["started_at"]
-        before = old.get("datasets", "all")
-        if "all" not in (before, record["datasets"]):
-            record["datasets"] = list(dict.fromkeys(before + record["datasets"]))
+        for part in ("datasets", "solvers"):
+            before = old.get(part, "all")
+            record[part] = ("all" if "all" in (before, record[part])
+                            else list(dict.fromkeys(before + record[part])))
     records[target_id] = record
     path.write_text(json.dumps(records, indent=2) + "\n")

@@ -292,7 +292,8 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
                    mirror: str | None = None, cache_dir: str | None = None, force: bool = False,
                    progress: Callable[[int], contextlib.AbstractContextManager] | None = None,
                    echo: Callable[[str], None] = print,
-                   datasets: Sequence[str] | None = None) -> RunSummary:
+                   datasets: Sequence[str] | None = None,
+                   solvers: Sequence[str] | None = None) -> RunSummary:
     """Run every unfinished task of ``exp`` and append its row to ``results/<name>/runs.csv``.
 
     Parameters
@@ -310,6 +311,8 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
     datasets : sequence of str, optional
         Run only the tasks of these dataset labels (the rest of the config stays as it is, so a
         later run of the other labels completes the same results folder).
+    solvers : sequence of str, optional
+        Likewise, run only the tasks of these solver labels.
 
     Returns
     -------
@@ -318,12 +321,14 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
     Raises
     ------
     UnknownNameError
-        When a label of ``datasets`` is not one of the config's.
+        When a label of ``datasets`` or ``solvers`` is not one of the config's.
     """
     labels = [d.label for d in exp.datasets]
-    for label in datasets or ():
-        if label not in labels:
-            raise UnknownNameError(f"dataset label of {exp.name}", label, labels)
+    for kind, chosen, known in (("dataset", datasets, labels),
+                                ("solver", solvers, [s.label for s in exp.solvers])):
+        for label in chosen or ():
+            if label not in known:
+                raise UnknownNameError(f"{kind} label of {exp.name}", label, known)
     store = RunStore(Path(results_root) / exp.name)
     store.dir.mkdir(parents=True, exist_ok=True)
     (store.dir / "config.yaml").write_text(yaml.safe_dump(exp.to_dict(), sort_keys=False))
@@ -331,6 +336,9 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
     if datasets:
         tasks = [t for t in tasks if t.dataset.label in datasets]
         skipped = [s for s in skipped if s[0] in datasets]
+    if solvers:
+        tasks = [t for t in tasks if t.solver.label in solvers]
+        skipped = [s for s in skipped if s[1] in solvers]
     for reason, cells in _group_skipped(skipped, labels).items():
         echo(f"skipped {', '.join(cells)}: {reason}")
     stale = store.finished() - {t.task_id for t in all_tasks(exp, mirror, cache_dir)}

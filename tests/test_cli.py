@@ -132,6 +132,20 @@ def test_run_one_dataset_of_the_config(tmp_path, write_yaml):
     assert "tiny: 6 tasks run, 6 already done" in rest.stdout
 
 
+def test_run_one_solver_of_the_config(tmp_path, write_yaml):
+    cfg = write_yaml(TINY, "tiny.yaml")
+    bad = invoke("run", cfg, "--solver", "dml_ieg", "--results-dir", tmp_path / "results")
+    assert bad.exit_code == 2 and "Did you mean 'dml_eig'" in bad.output and "euclidean" in bad.output
+    result = invoke("run", cfg, "--solver", "euclidean", "--dataset", "wine",
+                    "--results-dir", tmp_path / "results")
+    assert result.exit_code == 0, result.output
+    assert "tiny: 3 tasks run, 0 already done" in result.stdout
+    runs = pd.read_csv(tmp_path / "results" / "tiny" / "runs.csv")
+    assert set(zip(runs["dataset"], runs["label"])) == {("wine", "euclidean")}
+    rest = invoke("run", cfg, "--solver", "dml_eig", "--results-dir", tmp_path / "results")
+    assert "tiny: 6 tasks run, 0 already done" in rest.stdout
+
+
 def test_run_bad_config_exits_2(tmp_path, write_yaml):
     cfg = write_yaml({**TINY, "solver": TINY["solvers"]}, "typo.yaml")
     result = invoke("run", cfg, "--results-dir", tmp_path / "results")

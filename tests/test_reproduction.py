@@ -188,6 +188,22 @@ def test_a_target_runs_dataset_by_dataset_and_the_report_lists_the_rest(tiny_tar
     assert entry["not_run"] == {} and "Partly run" not in render_markdown([entry], results)
 
 
+def test_a_target_runs_solver_by_solver(tiny_target):
+    """`reproduce --solver`: the tasks of one solver now, the others later; the report counts
+    the rest as not run and the record names the parts run."""
+    results = tiny_target / "results"
+    record = reproduce("tiny-table", results_root=results, echo=lambda m: None,
+                       solvers=["euclidean"])
+    runs = pd.read_csv(results / "tiny" / "runs.csv")
+    assert set(runs["label"]) == {"euclidean"} and record["ran"] == len(runs) == 6
+    (entry,) = collect(results)
+    assert entry["not_run"] == {"wine": 3, "iris": 3}
+    record = reproduce("tiny-table", results_root=results, echo=lambda m: None)
+    assert record["ran"] == 6 and record["solvers"] == "all"
+    (entry,) = collect(results)
+    assert entry["not_run"] == {}
+
+
 def test_datasets_without_data_here_are_named_not_counted_as_not_run(tiny_target, monkeypatch):
     """A config dataset missing from mirror and cache is reported as such, not as work to do."""
     import dml_bench.datasets as datasets
