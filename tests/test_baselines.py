@@ -4,6 +4,7 @@ LDML against cvxpy (its log-likelihood is concave in (M, b)) and finite differen
 import warnings
 
 import numpy as np
+import scipy.linalg
 import pytest
 from scipy.spatial.distance import pdist
 from sklearn.base import clone
@@ -135,6 +136,26 @@ def test_rca_random_chunklets_and_ridge(labelled):
                                rtol=1e-8)
     np.testing.assert_array_equal(RCA(chunk_size=4, n_chunks=10, random_state=3).chunklets(y),
                                   ids)
+
+
+def test_rca_cfld_reduction_solves_the_generalised_eigenproblem(labelled):
+    """n_components = k: the top-k generalised eigenvectors of S_t v = λ Ĉ v (Bar-Hillel et al.
+    2005, §2.3), here from scipy's generalised solver on the loop-built covariances."""
+    X, y = labelled
+    k = 2
+    model = RCA(n_components=k).fit(X, y)
+    C = chunklet_covariance_loops(X, y)
+    St = np.cov(X.T, bias=True)
+    lam, V = scipy.linalg.eigh(St, C)
+    Vk = V[:, ::-1][:, :k]
+    assert model.components_.shape == (k, X.shape[1]) and model.rank_ == k
+    np.testing.assert_allclose(model.metric_, Vk @ Vk.T, rtol=1e-7, atol=1e-10)
+    L = model.components_  # whitened within chunklets, as RCA's step 3 requires
+    np.testing.assert_allclose(L @ C @ L.T, np.eye(k), atol=1e-9)
+    with pytest.raises(ValueError, match="rank of the chunklet"):
+        # 5 chunklets of 2 points in 8 dimensions: rank Ĉ = 5 < k = 6
+        RCA(n_components=6).fit(np.random.default_rng(1).normal(size=(10, 8)),
+                                np.repeat(np.arange(5), 2))
 
 
 def test_rca_rank_deficient_reduces_to_range():

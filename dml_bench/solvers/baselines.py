@@ -232,13 +232,20 @@ class RCA(MetricLearner):
     points, and the metric is ``M = Ĉ⁻¹`` with whitening transform ``W = Λ^{−1/2} Uᵀ`` from
     ``Ĉ = U Λ Uᵀ`` (``Ĉ^{−1/2}`` up to a rotation, which leaves distances unchanged).
 
-    When Ĉ has rank R < d (fewer chunklet degrees of freedom than dimensions) the paper first
-    reduces the dimension to R (constrained Fisher discriminant; not reproduced here). Here the data are projected on the range
-    of Ĉ (its R leading eigenvectors) and whitened there, i.e. ``M = Ĉ⁺``; a ``ridge`` δ > 0
-    instead gives ``M = (Ĉ + δ·tr(Ĉ)/d · I)⁻¹`` in the full space.
+    When Ĉ has rank R < d (fewer chunklet degrees of freedom than dimensions) the data are
+    projected on the range of Ĉ (its R leading eigenvectors) and whitened there, i.e.
+    ``M = Ĉ⁺``; a ``ridge`` δ > 0 instead gives ``M = (Ĉ + δ·tr(Ĉ)/d · I)⁻¹`` in the full space.
+
+    ``n_components = k < d`` adds the algorithm's optional step 2, the constrained Fisher linear
+    discriminant (cFLD, §2.3 of the paper): the k directions maximising ``|AᵀS_tA| / |AᵀĈA|``
+    (``S_t`` the total covariance of the training points), i.e. the top generalised eigenvectors
+    of ``S_t v = λ Ĉ v`` normalised to ``AᵀĈA = I``; whitening in that space is then the
+    identity, so ``components_ = Aᵀ``.
 
     Parameters
     ----------
+    n_components : int or None, default=None
+        k of the cFLD reduction (None: no reduction).
     chunk_size : int or None, default=None
         None: every class is one chunklet. Otherwise each class is split at random into
         chunklets of ``chunk_size`` points (a remainder of fewer than 2 points is dropped).
@@ -266,8 +273,9 @@ class RCA(MetricLearner):
 
     constraint_kind = "labels"
 
-    def __init__(self, chunk_size=None, n_chunks=None, ridge=0.0, rank_tol=1e-10,
-                 random_state=None):
+    def __init__(self, n_components=None, chunk_size=None, n_chunks=None, ridge=0.0,
+                 rank_tol=1e-10, random_state=None):
+        self.n_components = n_components
         self.chunk_size = chunk_size
         self.n_chunks = n_chunks
         self.ridge = ridge
@@ -281,6 +289,8 @@ class RCA(MetricLearner):
             raise ValueError(f"n_chunks must be >= 1 or None, got {self.n_chunks}")
         if not (self.ridge >= 0 and self.rank_tol >= 0):
             raise ValueError("need ridge >= 0 and rank_tol >= 0")
+        if self.n_components is not None and self.n_components < 1:
+            raise ValueError(f"n_components must be >= 1 or None, got {self.n_components}")
 
     def chunklets(self, y) -> np.ndarray:
         """Chunklet id of every point (−1: in no chunklet), from the labels."""
@@ -328,11 +338,24 @@ class RCA(MetricLearner):
             keep = np.ones(d, dtype=bool)
         else:
             keep = lam > self.rank_tol * max(lam.max(), 0.0)
-        L = (U[:, keep] / np.sqrt(lam[keep])).T[::-1]  # W = Λ^{−1/2}Uᵀ ≅ Ĉ^{−1/2}
+        if self.n_components is not None and self.n_components < d:
+            L = self._cfld(X, U, lam, keep)
+        else:
+            L = (U[:, keep] / np.sqrt(lam[keep])).T[::-1]  # W = Λ^{−1/2}Uᵀ ≅ Ĉ^{−1/2}
         self.chunklet_covariance_ = C
-        self.rank_ = int(keep.sum())
+        self.rank_ = len(L)
         _set_linear_map(self, L, trace={"time": [time.perf_counter() - start]}, n_iter=1)
         self.objective_ = float("nan")
+
+    def _cfld(self, X, U, lam, keep):
+        """cFLD directions (Bar-Hillel et al. 2005, §2.3) as rows, in the range of Ĉ (+ ridge)."""
+        if keep.sum() < self.n_components:
+            raise ValueError(f"n_components={self.n_components} exceeds the rank of the chunklet "
+                             f"covariance ({keep.sum()}); give a ridge > 0")
+        W = U[:, keep] / np.sqrt(lam[keep])  # whitens Ĉ on its range: WᵀĈW = I
+        Xw = (X - X.mean(axis=0)) @ W
+        _, V = scipy.linalg.eigh(Xw.T @ Xw / len(X))  # S_t in whitened coordinates
+        return (W @ V[:, ::-1][:, :self.n_components]).T
 
 
 # --------------------------------------------------------------------------------------------
