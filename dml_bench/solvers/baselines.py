@@ -263,7 +263,7 @@ class RCA(MetricLearner):
     chunklet_covariance_ : ndarray (d, d)
         Ĉ.
     rank_ : int
-        R, the number of rows of ``components_`` when ``ridge = 0``.
+        The number of rows of ``components_``: R (``ridge = 0``), d (``ridge > 0``) or k (cFLD).
 
     References
     ----------
