@@ -1,10 +1,11 @@
 """Preprocessing fitted on the training part of a split and applied to its test part.
 
 Steps run in a fixed order: ``downscale`` (image block averaging) → ``sqrt`` → ``normalize``
-(``zscore`` / ``minmax`` / ``maxabs`` / ``none``) → ``pca``. Papers differ on normalisation (Ying &
+(``zscore`` / ``minmax`` / ``maxabs`` / ``global_maxabs`` /
+``none``) → ``pca``. Papers differ on normalisation (Ying &
 Li 2012 does not state it; Shen et al.'s Euclidean errors imply none), so it is always explicit in
-the config. Sparse (CSR) data stay sparse: only ``none`` and ``maxabs`` (which keeps zeros zero)
-apply to them; steps that would densify are refused with the reason.
+the config. Sparse (CSR) data stay sparse: only ``none``, ``maxabs`` and ``global_maxabs`` (which
+keep zeros zero) apply to them; steps that would densify are refused with the reason.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import numpy as np
 import scipy.sparse
 from sklearn.decomposition import PCA
 
-NORMALIZATIONS = ("none", "zscore", "minmax", "maxabs")
+NORMALIZATIONS = ("none", "zscore", "minmax", "maxabs", "global_maxabs")
+#: normalisations that only divide (no shift): zeros stay zero, sparse data stay sparse
+DIVISIVE = ("maxabs", "global_maxabs")
 
 
 @dataclass(frozen=True)
@@ -24,10 +27,13 @@ class Preprocessing:
 
     Parameters
     ----------
-    normalize : {"none", "zscore", "minmax", "maxabs"}
-        Per-feature scaling fitted on the training part (constant features are left centred);
-        ``maxabs`` divides each feature by its largest absolute training value (no shift), the
-        one that keeps sparse data sparse.
+    normalize : {"none", "zscore", "minmax", "maxabs", "global_maxabs"}
+        Scaling fitted on the training part. ``zscore`` and ``minmax`` are per feature (constant
+        features are left centred); ``maxabs`` divides each feature by its largest absolute
+        training value (no shift), which keeps sparse data sparse; ``global_maxabs`` divides all
+        features by one number, the largest absolute training value over every feature (pixels
+        0–255 → 0–1): distances shrink uniformly, so the Euclidean geometry (every nearest-neighbour
+        ranking) is unchanged and only solvers whose problem is not scale invariant notice.
     pca : int or None
         Number of principal components kept (fitted on the training part).
     sqrt : bool
@@ -58,8 +64,8 @@ class Preprocessing:
             if X_train.min() < 0 or X_test.min() < 0:
                 raise ValueError("sqrt preprocessing needs non-negative features")
             X_train, X_test = np.sqrt(X_train), np.sqrt(X_test)
-        if self.normalize == "maxabs":
-            scale = _maxabs(X_train)
+        if self.normalize in DIVISIVE:
+            scale = _maxabs(X_train, per_feature=self.normalize == "maxabs")
             X_train, X_test = X_train / scale, X_test / scale
         elif self.normalize != "none":
             shift, scale = _normalization(X_train, self.normalize)
@@ -75,21 +81,24 @@ class Preprocessing:
         dense_steps = [name for name, on in (("downscale", self.downscale), ("sqrt", self.sqrt),
                                              ("pca", self.pca),
                                              (f"normalize: {self.normalize}",
-                                              self.normalize not in ("none", "maxabs"))) if on]
+                                              self.normalize not in ("none", *DIVISIVE))) if on]
         if dense_steps:
             raise ValueError(f"{', '.join(dense_steps)} would densify sparse data; use "
-                             "normalize: none or maxabs")
+                             f"normalize: none or {' or '.join(DIVISIVE)}")
         X_train, X_test = scipy.sparse.csr_matrix(X_train), scipy.sparse.csr_matrix(X_test)
-        if self.normalize == "maxabs":
-            inv = scipy.sparse.diags(1.0 / _maxabs(X_train))
+        if self.normalize in DIVISIVE:
+            scale = _maxabs(X_train, per_feature=self.normalize == "maxabs")
+            inv = scipy.sparse.diags(np.broadcast_to(1.0 / scale, X_train.shape[1]))
             X_train, X_test = (X_train @ inv).tocsr(), (X_test @ inv).tocsr()
         return X_train, X_test
 
 
-def _maxabs(X) -> np.ndarray:
-    """Largest absolute value per feature (1 for all-zero features)."""
-    peak = np.asarray(abs(X).max(axis=0).todense() if scipy.sparse.issparse(X)
-                      else np.abs(X).max(axis=0)).ravel()
+def _maxabs(X, per_feature: bool = True) -> np.ndarray:
+    """Largest absolute value per feature, or over all features as a 0-d array (1 where 0)."""
+    axis = 0 if per_feature else None
+    peak = abs(X).max(axis=axis)
+    peak = np.asarray(peak.todense() if scipy.sparse.issparse(peak) else peak, dtype=float)
+    peak = peak.ravel() if per_feature else peak.reshape(())
     return np.where(peak > 0, peak, 1.0)
 
 

@@ -11,7 +11,7 @@ from dml_bench.preprocess import NORMALIZATIONS, Preprocessing, downscale_images
 
 
 def test_names():
-    assert set(NORMALIZATIONS) == {"none", "zscore", "minmax", "maxabs"}
+    assert set(NORMALIZATIONS) == {"none", "zscore", "minmax", "maxabs", "global_maxabs"}
 
 
 def test_zscore_uses_training_statistics_only():
@@ -180,3 +180,32 @@ def test_maxabs_scales_by_the_training_peak_and_keeps_sparse_data_sparse():
         Preprocessing("zscore").apply(sp.csr_matrix(X_train), sp.csr_matrix(X_test))
     with pytest.raises(ValueError, match="pca"):
         Preprocessing("none", pca=2).apply(sp.csr_matrix(X_train), sp.csr_matrix(X_test))
+
+
+def test_global_maxabs_divides_every_feature_by_one_training_peak():
+    import scipy.sparse as sp
+
+    X_train = np.array([[2.0, 0.0, -4.0], [1.0, 0.0, 2.0]])
+    X_test = np.array([[4.0, 3.0, 1.0]])
+    dense = Preprocessing("global_maxabs").apply(X_train, X_test)  # peak |−4| over all features
+    np.testing.assert_allclose(dense[0], [[0.5, 0.0, -1.0], [0.25, 0.0, 0.5]])
+    np.testing.assert_allclose(dense[1], [[1.0, 0.75, 0.25]])
+    sparse = Preprocessing("global_maxabs").apply(sp.csr_matrix(X_train), sp.csr_matrix(X_test))
+    assert all(sp.isspmatrix_csr(part) for part in sparse)
+    for got, want in zip(sparse, dense):
+        np.testing.assert_allclose(got.toarray(), want)
+    zeros = Preprocessing("global_maxabs").apply(np.zeros((2, 2)), np.ones((1, 2)))
+    np.testing.assert_allclose(zeros[1], [[1.0, 1.0]])  # all-zero training part: scale 1
+
+
+def test_global_maxabs_keeps_nearest_neighbour_rankings_and_commutes_with_pca():
+    rng = np.random.default_rng(0)
+    X_train, X_test = rng.uniform(0, 255, (40, 6)), rng.uniform(0, 255, (5, 6))
+    raw = Preprocessing("none", pca=3).apply(X_train, X_test)
+    scaled = Preprocessing("global_maxabs", pca=3).apply(X_train, X_test)
+    peak = np.abs(X_train).max()
+    for got, want in zip(scaled, raw):  # PCA signs may flip per component
+        np.testing.assert_allclose(np.abs(got) * peak, np.abs(want), rtol=1e-10)
+    d_raw = ((raw[1][:, None] - raw[0][None]) ** 2).sum(-1)
+    d_scaled = ((scaled[1][:, None] - scaled[0][None]) ** 2).sum(-1)
+    np.testing.assert_array_equal(d_raw.argsort(axis=1), d_scaled.argsort(axis=1))
