@@ -165,6 +165,11 @@ def test_lbfgsb_stopping_and_convergence_warning():
     with pytest.warns(ConvergenceWarning):
         capped = FrobMetric(C=1.0, max_iter=2).fit(X, constraints=as_constraints(T))
     assert capped.n_iter_ == 2 and not capped.converged_ and len(capped.trace_["gap"]) == 2
+    assert np.any(capped.dual_coef_ >= 1.0 / len(T))  # some u at C/m: no data-scale hint
+    # pixel-scale data: squared distances ~10^6 against the margin of 1 keep u far below C/m
+    with pytest.warns(ConvergenceWarning, match="global_maxabs") as record:
+        raw = FrobMetric(C=1.0, max_iter=2).fit(255 * X, constraints=as_constraints(T))
+    assert np.all(raw.dual_coef_ < 1.0 / len(T)) and len(record) == 1
     literal = fit(X, T, C=1.0, stopping="lbfgsb", tol=1e-5)
     assert literal.converged_
     # L-BFGS-B's rules on the scaled dual f = −(m/C₃)·(5): pgtol, or relative decrease ≤ factr·ε

@@ -146,9 +146,14 @@ class FrobMetric(MetricLearner):
         final = dual.state(res.x)
         converged = stop(final) if by_gap else res.status == 0
         if not converged:
+            hint = ("" if np.any(res.x >= 1.0) else
+                    "; no dual variable is at its bound C/m, as in the hard-margin regime where "
+                    "squared distances far above the margin of 1 make C irrelevant and the dual "
+                    "ill-conditioned: rescale the features (e.g. normalize: global_maxabs)")
             warnings.warn(
                 f"FrobMetric did not converge in {res.nit} L-BFGS-B iterations ({res.message}; "
-                f"relative duality gap {final['gap'] / final['primal']:.3g})", ConvergenceWarning)
+                f"relative duality gap {final['gap'] / final['primal']:.3g}){hint}",
+                ConvergenceWarning)
         self.metric_ = dual.metric()
         self.components_ = components_from_psd(self.metric_)
         self.dual_coef_ = res.x * dual.c

@@ -412,15 +412,19 @@ def _search_impostors(X, y, targets, L, margin, chunk_size):
         others = np.flatnonzero(y != c)
         if len(anchors) == 0 or len(others) == 0:
             continue
-        Zo, sqo = Z32[others], sq[others].astype(np.float32)
+        Zo, half_sqo, sq_max = Z32[others], (0.5 * sq[others]).astype(np.float32), sq[others].max()
         step = max(1, chunk_size // len(others))
         for s in range(0, len(anchors), step):
             a = anchors[s:s + step]
-            D = sq[a].astype(np.float32)[:, None] + sqo[None, :] - 2 * (Z32[a] @ Zo.T)
-            # float32 GEMM (2× faster); the slack covers its round-off, and a candidate whose
-            # exact distance is beyond reach only adds inactive triplets
-            bound = reach[a] + 1e-5 * (sq[a] + sqo.max())
-            r, col = np.nonzero(D < bound.astype(np.float32)[:, None])
+            # ‖z_a − z_l‖² < bound_a  ⇔  z_aᵀz_l − ½‖z_l‖² > ½(‖z_a‖² − bound_a): one float32 GEMM
+            # (2× faster than float64) and one in-place pass over the chunk; the slack covers
+            # float32 round-off, and a candidate whose exact distance is beyond reach only adds
+            # inactive triplets
+            G = Z32[a] @ Zo.T
+            G -= half_sqo
+            bound = reach[a] + 1e-5 * (sq[a] + sq_max)
+            hit = np.flatnonzero(G > (0.5 * (sq[a] - bound)).astype(np.float32)[:, None])
+            r, col = np.divmod(hit, len(others))
             found.append(np.column_stack([a[r], others[col]]))
     pairs = np.vstack(found) if found else np.zeros((0, 2), dtype=np.intp)
     # triplets: every candidate (i, l) with every target pair of anchor i (targets sorted by i)
