@@ -9,6 +9,7 @@ from .base import MetricLearner
 from .baselines import LDA, LDML, NCA, RCA, PCAMetric
 from .boostmetric import BoostMetric
 from .dml_eig import DMLEig
+from .elm import KernelELM
 from .euclidean import Euclidean
 from .frobmetric import FrobMetric, solve_frobenius_sdp
 from .itml import ITML
@@ -38,6 +39,7 @@ SOLVERS.register("rca", RCA)
 SOLVERS.register("ldml", LDML)
 SOLVERS.register("itml", ITML)
 SOLVERS.register("svm", SVM)
+SOLVERS.register("elm", KernelELM)
 SOLVERS.register("pola", POLA)
 SOLVERS.register("mdml", MDML)
 SOLVERS.register("sgd_incsvd", SGDIncSVD)
@@ -50,5 +52,5 @@ SOLVERS.register("sgd_one", LowRankSGDOne)
 PLANNED: dict[str, str] = {}
 
 __all__ = ["SOLVERS", "PLANNED", "MetricLearner", "BoostMetric", "DMLEig", "Euclidean", "FrobMetric",
-           "ITML", "LDA", "LDML", "LMNN", "LowRankFW", "LowRankGD", "LowRankSGD", "LowRankSGDBatch",
+           "ITML", "KernelELM", "LDA", "LDML", "LMNN", "LowRankFW", "LowRankGD", "LowRankSGD", "LowRankSGDBatch",
            "LowRankSGDOne", "MDML", "NCA", "PCAMetric", "POLA", "RCA", "LMNNEig", "SDPMetric", "SGDIncSVD", "SVM", "Xing", "solve_frobenius_sdp"]

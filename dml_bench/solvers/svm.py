@@ -22,7 +22,30 @@ SHEN2014_GRID = {"C": [2.0 ** e for e in range(-5, 16, 2)],
                  "gamma": [2.0 ** e for e in range(-15, 6, 2)]}
 
 
-class SVM(ClassifierMixin, BaseEstimator):
+class ScaledKernelClassifier(ClassifierMixin, BaseEstimator):
+    """Shared plumbing of the Gaussian-kernel classifier baselines (SVM, kernel ELM).
+
+    They consume labels, are evaluated by their own ``predict`` and may first map each feature
+    onto [-1, 1] over the training points (``scale="minmax"``, libsvm's ``svm-scale``), applying
+    the same map to the points they predict.
+    """
+
+    constraint_kind: ClassVar[str] = "labels"
+    evaluation: ClassVar[str] = "predict"
+    SCALES: ClassVar[tuple] = (None, "minmax")
+
+    def _fit_scaler(self, X):
+        """Fit the feature scaling on the training points; returns them scaled."""
+        if self.scale not in self.SCALES:
+            raise ValueError(f"scale must be None or 'minmax', got {self.scale!r}")
+        self.scaler_ = MinMaxScaler(feature_range=(-1, 1)).fit(X) if self.scale else None
+        return self._scaled(X)
+
+    def _scaled(self, X):
+        return X if self.scaler_ is None else self.scaler_.transform(X)
+
+
+class SVM(ScaledKernelClassifier):
     """Gaussian-kernel SVM (libsvm through :class:`sklearn.svm.SVC`), one-vs-one multi-class.
 
     Parameters
@@ -57,9 +80,6 @@ class SVM(ClassifierMixin, BaseEstimator):
     Technical report, National Taiwan University, 2003, §2.2 (scaling) and §3.2 (grid search).
     """
 
-    constraint_kind: ClassVar[str] = "labels"
-    evaluation: ClassVar[str] = "predict"
-
     def __init__(self, C=1.0, gamma="scale", scale=None):
         self.C = C
         self.gamma = gamma
@@ -67,10 +87,7 @@ class SVM(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y, constraints=None):
         """Fit the SVM on labelled points; ``constraints`` are ignored (labels are used)."""
-        if self.scale not in (None, "minmax"):
-            raise ValueError(f"scale must be None or 'minmax', got {self.scale!r}")
-        self.scaler_ = MinMaxScaler(feature_range=(-1, 1)).fit(X) if self.scale else None
-        self.svc_ = SVC(C=self.C, gamma=self.gamma, kernel="rbf").fit(self._scaled(X), y)
+        self.svc_ = SVC(C=self.C, gamma=self.gamma, kernel="rbf").fit(self._fit_scaler(X), y)
         self.classes_ = self.svc_.classes_
         self.n_iter_ = int(np.sum(self.svc_.n_iter_))
         self.objective_ = None
@@ -82,6 +99,3 @@ class SVM(ClassifierMixin, BaseEstimator):
     def predict(self, X):
         check_is_fitted(self, "svc_")
         return self.svc_.predict(self._scaled(X))
-
-    def _scaled(self, X):
-        return X if self.scaler_ is None else self.scaler_.transform(X)
