@@ -1,11 +1,11 @@
 """Preprocessing fitted on the training part of a split and applied to its test part.
 
 Steps run in a fixed order: ``downscale`` (image block averaging) → ``sqrt`` → ``normalize``
-(``zscore`` / ``minmax`` / ``maxabs`` / ``global_maxabs`` /
-``none``) → ``pca``. Papers differ on normalisation (Ying &
-Li 2012 does not state it; Shen et al.'s Euclidean errors imply none), so it is always explicit in
-the config. Sparse (CSR) data stay sparse: only ``none``, ``maxabs`` and ``global_maxabs`` (which
-keep zeros zero) apply to them; steps that would densify are refused with the reason.
+(``zscore`` / ``minmax`` / ``maxabs`` / ``global_maxabs`` / ``none``) → ``pca``. Papers differ on
+normalisation (Ying & Li 2012 does not state it; Shen et al.'s Euclidean errors imply none), so it
+is always explicit in the config. Sparse (CSR) data stay sparse: only ``none``, ``maxabs`` and
+``global_maxabs`` (which keep zeros zero) apply to them; steps that would densify are refused with
+the reason.
 """
 
 from __future__ import annotations

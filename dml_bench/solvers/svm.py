@@ -32,11 +32,9 @@ class ScaledKernelClassifier(ClassifierMixin, BaseEstimator):
 
     constraint_kind: ClassVar[str] = "labels"
     evaluation: ClassVar[str] = "predict"
-    SCALES: ClassVar[tuple] = (None, "minmax")
-
     def _fit_scaler(self, X):
         """Fit the feature scaling on the training points; returns them scaled."""
-        if self.scale not in self.SCALES:
+        if self.scale not in (None, "minmax"):
             raise ValueError(f"scale must be None or 'minmax', got {self.scale!r}")
         self.scaler_ = MinMaxScaler(feature_range=(-1, 1)).fit(X) if self.scale else None
         return self._scaled(X)
