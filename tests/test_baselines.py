@@ -8,6 +8,7 @@ import scipy.linalg
 import pytest
 from scipy.spatial.distance import pdist
 from sklearn.base import clone
+from sklearn.datasets import load_iris
 from sklearn.decomposition import PCA
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.exceptions import ConvergenceWarning
@@ -46,6 +47,22 @@ def test_nca_equals_sklearn(labelled, n_components):
     np.testing.assert_allclose(model.metric_, model.components_.T @ model.components_)
     assert model.n_iter_ == len(model.trace_["time"]) == ref.n_iter_ - 1  # sklearn counts +1
     assert model.converged_ == (model.n_iter_ < 30)
+
+
+def test_nca_warns_when_saturated_softmax_stops_it_at_its_start():
+    """On iris in centimetres NCA learns; scaled by 1000 every soft-neighbour probability is 0
+    or 1, L-BFGS makes no step and the warning names the distance scale (median nearest-neighbour
+    squared distance 0.05 cm² → 50 000) and the remedy."""
+    X, y = load_iris(return_X_y=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        learned = NCA(max_iter=50).fit(X, y)
+        stuck = NCA(max_iter=50).fit(1000 * X, y)
+    messages = [str(w.message) for w in caught if "no L-BFGS step" in str(w.message)]
+    assert learned.n_iter_ > 0 and stuck.n_iter_ == 0
+    assert len(messages) == 1
+    assert "squared distance here 5e+04" in messages[0] and "normalize:" in messages[0]
+    np.testing.assert_allclose(stuck.metric_, np.eye(4))
 
 
 def test_nca_memory_guard_matches_what_sklearn_allocates(labelled):

@@ -119,6 +119,24 @@ class NCA(MetricLearner):
         if not converged:
             warnings.warn(f"NCA did not converge in {self.max_iter} iterations",
                           ConvergenceWarning)
+        if not times:
+            Z = X @ nca.components_.T
+            warnings.warn(
+                "NCA made no L-BFGS step: the gradient vanished at its initial map. Its "
+                "soft-neighbour probabilities softmax(−‖z_i − z_j‖²) saturate when neighbours are "
+                "far more than 1 apart (median nearest-neighbour squared distance here "
+                f"{median_nn_sq_distance(Z):.3g}); rescale the features (config `normalize:`) "
+                "for NCA to learn", ConvergenceWarning)
+
+
+def median_nn_sq_distance(Z: np.ndarray, n_sample: int = 500, seed: int = 0) -> float:
+    """Median over (up to ``n_sample`` random) points of the squared distance to their nearest
+    other point: the length scale NCA's softmax compares with 1."""
+    idx = np.random.default_rng(seed).permutation(len(Z))[:n_sample]
+    sq = np.einsum("ij,ij->i", Z, Z)
+    dist = sq[idx, None] + sq[None, :] - 2 * Z[idx] @ Z.T
+    dist[np.arange(len(idx)), idx] = np.inf
+    return float(np.median(np.maximum(dist.min(axis=1), 0.0)))
 
 
 def nca_objective(Z: np.ndarray, y: np.ndarray, chunk: int = 1024) -> float:
