@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import scipy.linalg
+import scipy.spatial.distance
 import pytest
 from scipy.spatial.distance import pdist
 from sklearn.base import clone
@@ -51,9 +52,13 @@ def test_nca_equals_sklearn(labelled, n_components):
 
 def test_nca_warns_when_saturated_softmax_stops_it_at_its_start():
     """On iris in centimetres NCA learns; scaled by 1000 every soft-neighbour probability is 0
-    or 1, L-BFGS makes no step and the warning names the distance scale (median nearest-neighbour
-    squared distance 0.05 cm² → 50 000) and the remedy."""
+    or 1, L-BFGS makes no step and the warning names the distance scale (the median
+    nearest-neighbour squared distance, here from scipy's pdist over all 150 points) and the
+    remedy."""
     X, y = load_iris(return_X_y=True)
+    D = scipy.spatial.distance.squareform(pdist(1000 * X, "sqeuclidean"))
+    np.fill_diagonal(D, np.inf)
+    reference = np.median(D.min(axis=1))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         learned = NCA(max_iter=50).fit(X, y)
@@ -61,7 +66,7 @@ def test_nca_warns_when_saturated_softmax_stops_it_at_its_start():
     messages = [str(w.message) for w in caught if "no L-BFGS step" in str(w.message)]
     assert learned.n_iter_ > 0 and stuck.n_iter_ == 0
     assert len(messages) == 1
-    assert "squared distance here 5e+04" in messages[0] and "normalize:" in messages[0]
+    assert f"squared distance here {reference:.3g}" in messages[0] and "normalize:" in messages[0]
     np.testing.assert_allclose(stuck.metric_, np.eye(4))
 
 

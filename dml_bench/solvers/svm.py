@@ -32,6 +32,7 @@ class ScaledKernelClassifier(ClassifierMixin, BaseEstimator):
 
     constraint_kind: ClassVar[str] = "labels"
     evaluation: ClassVar[str] = "predict"
+
     def _fit_scaler(self, X):
         """Fit the feature scaling on the training points; returns them scaled."""
         if self.scale not in (None, "minmax"):
