@@ -1,5 +1,6 @@
-"""The RBF-SVM baseline: a thin wrapper of scikit-learn's SVC, evaluated by its predictions,
-its C/γ chosen on the validation part over Shen et al. (2014)'s grids."""
+"""The RBF-SVM baseline: libsvm's one-vs-one SVM on GEMM-computed Gram matrices, checked against
+scikit-learn's SVC (libsvm's own multi-class), evaluated by its predictions, its C/γ chosen on the
+validation part over Shen et al. (2014)'s grids."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.datasets import load_digits
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
@@ -33,6 +35,51 @@ def test_predictions_equal_sklearn_svc():
     assert ours.evaluation == "predict" and ours.constraint_kind == "labels"
     assert model_error(ours, X, y, Z, ref.predict(Z)) == 0.0
     assert model_error(ours, X, y, X, y) == pytest.approx(np.mean(ref.predict(X) != y))
+
+
+@pytest.mark.parametrize("C, gamma", [(2.0 ** -5, 2.0 ** -15), (2.0, 2.0 ** -7),
+                                      (2.0 ** 15, 2.0 ** -3), (8.0, "scale"), (0.5, "auto")])
+def test_one_vs_one_equals_libsvm_multiclass_on_digits(C, gamma):
+    """Ten classes, 45 pairs, across the grid's corners: libsvm's own multi-class SVC decides the
+    same pairs the same way (its ovo decision values are ours negated) and votes the same."""
+    X, y = load_digits(return_X_y=True)
+    X, Z, y = X[:900], X[900:1400], y[:900]
+    ours = SVM(C=C, gamma=gamma, scale="minmax").fit(X, y)
+    scaler = ours.scaler_
+    ref = SVC(C=C, gamma=gamma, decision_function_shape="ovo").fit(scaler.transform(X), y)
+    np.testing.assert_allclose(ours.decision_function(Z), -ref.decision_function(scaler.transform(Z)),
+                               rtol=1e-6, atol=1e-6 * max(C, 1.0))
+    np.testing.assert_array_equal(ours.predict(Z), ref.predict(scaler.transform(Z)))
+    np.testing.assert_array_equal(ours.support_, np.sort(ref.support_))
+    assert ours.n_iter_ == pytest.approx(ref.n_iter_.sum(), rel=0.02)
+    assert ours.gamma_ == pytest.approx(ref._gamma) and ours.converged_
+
+
+def test_votes_tie_to_the_class_that_sorts_first():
+    """Three overlapping classes: some points get one vote from each pair (a cycle); libsvm gives
+    them to the class that sorts first, and so must we."""
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(90, 2)), np.repeat(["c", "a", "b"], 30)
+    Z = rng.normal(size=(400, 2)) * 2
+    ours = SVM(C=1.0, gamma=0.5).fit(X, y)
+    ref = SVC(C=1.0, gamma=0.5, decision_function_shape="ovo").fit(X, y)
+    votes_for_j = ref.decision_function(Z) < 0  # libsvm's sign: positive votes for class i
+    winners = np.where(votes_for_j, [1, 2, 2], [0, 0, 1])  # pairs (a,b), (a,c), (b,c)
+    tied = np.all([np.sum(winners == k, axis=1) == 1 for k in range(3)], axis=0)
+    assert tied.sum() >= 2  # the check below covers ties
+    np.testing.assert_array_equal(ours.predict(Z[tied]), "a")
+    np.testing.assert_array_equal(ours.predict(Z), ref.predict(Z))
+
+
+def test_bad_input_is_refused(monkeypatch):
+    X = np.random.default_rng(3).normal(size=(20, 3))
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        SVM().fit(X, np.zeros(20))
+    with pytest.raises(ValueError, match="gamma"):
+        SVM(gamma=-1.0).fit(X, np.repeat([0, 1], 10))
+    monkeypatch.setattr("dml_bench.solvers.linalg.available_memory_bytes", lambda: 20 * 20 * 8 - 1)
+    with pytest.raises(MemoryError, match=r"SVM pair \(0, 1\) needs"):
+        SVM().fit(X, np.repeat([0, 1], 10))
 
 
 def test_minmax_scaling_is_svm_scale_fitted_on_the_training_points():
