@@ -5,9 +5,8 @@ import warnings
 
 import numpy as np
 import scipy.linalg
-import scipy.spatial.distance
 import pytest
-from scipy.spatial.distance import pdist
+from scipy.spatial.distance import pdist, squareform
 from sklearn.base import clone
 from sklearn.datasets import load_iris
 from sklearn.decomposition import PCA
@@ -56,7 +55,7 @@ def test_nca_warns_when_saturated_softmax_stops_it_at_its_start():
     nearest-neighbour squared distance, here from scipy's pdist over all 150 points) and the
     remedy."""
     X, y = load_iris(return_X_y=True)
-    D = scipy.spatial.distance.squareform(pdist(1000 * X, "sqeuclidean"))
+    D = squareform(pdist(1000 * X, "sqeuclidean"))
     np.fill_diagonal(D, np.inf)
     reference = np.median(D.min(axis=1))
     with warnings.catch_warnings(record=True) as caught:

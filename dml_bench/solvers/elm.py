@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg
-from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils.validation import check_is_fitted
 
-from .svm import ScaledKernelClassifier
+from .svm import ScaledKernelClassifier, gaussian_gram
 
 
 class KernelELM(ScaledKernelClassifier):
@@ -72,7 +71,7 @@ class KernelELM(ScaledKernelClassifier):
         self.classes_, index = np.unique(y, return_inverse=True)
         T = -np.ones((len(X), len(self.classes_)))
         T[np.arange(len(X)), index] = 1.0
-        system = rbf_kernel(X, gamma=self.gamma)
+        system = gaussian_gram(X, X, self.gamma)
         system[np.diag_indices_from(system)] += 1.0 / self.C
         self.dual_coef_ = scipy.linalg.solve(system, T, assume_a="pos", overwrite_a=True)
         self.X_fit_ = X
@@ -82,7 +81,8 @@ class KernelELM(ScaledKernelClassifier):
     def decision_function(self, X):
         """The m outputs ``f(x) = K(x, X_fit) β`` of each row of X."""
         check_is_fitted(self, "dual_coef_")
-        return rbf_kernel(self._scaled(X), self.X_fit_, gamma=self.gamma) @ self.dual_coef_
+        Z = np.asarray(self._scaled(X), dtype=float)
+        return gaussian_gram(Z, self.X_fit_, self.gamma) @ self.dual_coef_
 
     def predict(self, X):
         return self.classes_[np.argmax(self.decision_function(X), axis=1)]
