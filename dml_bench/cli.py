@@ -27,16 +27,32 @@ def _exit_on_sigterm():
 
 
 def _load(config_path: str, **overrides):
-    from .config import ConfigError, load_config
+    from .config import load_config
 
-    try:
-        exp = load_config(config_path)
-    except ConfigError as exc:
-        _fail(str(exc))
+    exp = load_config(config_path)  # a ConfigError is one line (_OneLineErrors)
     return replace(exp, **{k: v for k, v in overrides.items() if v is not None})
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _OneLineErrors(click.Group):
+    """Every fault of the input or the environment ends in one line and an exit status, never a
+    traceback: the project's own errors (:class:`~dml_bench.errors.DMLBenchError`) with status
+    2, file-system errors (disk full, permissions) with 1. ``DMLBENCH_DEBUG=1`` re-raises."""
+
+    def invoke(self, ctx):
+        from .errors import DMLBenchError
+
+        try:
+            return super().invoke(ctx)
+        except (DMLBenchError, OSError) as exc:
+            if os.environ.get("DMLBENCH_DEBUG"):
+                raise
+            if isinstance(exc, DMLBenchError):
+                _fail(" ".join(str(exc).split()))
+            where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+            _fail(f"{where}{exc.strerror or exc}", code=1)
+
+
+@click.group(cls=_OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="dmlbench")
 @click.option("--data-mirror", type=click.Path(file_okay=False), envvar="DMLBENCH_DATA_MIRROR",
               help="Read-only folder of dataset files tried before the network "
@@ -79,6 +95,9 @@ def _progress(name: str):
 @click.option("--timing", is_flag=True, default=None,
               help="Run tasks one at a time so fit times are comparable (timing tables).")
 @click.option("--force", is_flag=True, help="Recompute tasks already in runs.csv.")
+@click.option("--supersede", is_flag=True,
+              help="Move finished rows of tasks the config no longer has (changed settings) to "
+                   "runs_superseded.csv; without it such a run stops and lists them.")
 @click.option("--results-dir", default="results", show_default=True, type=click.Path(),
               help="Parent folder of the experiment's results folder.")
 @click.option("--dataset", "datasets", multiple=True, metavar="LABEL",
@@ -87,29 +106,27 @@ def _progress(name: str):
 @click.option("--solver", "solvers", multiple=True, metavar="LABEL",
               help="Run only this solver label of the config (repeatable), likewise.")
 @click.pass_obj
-def run(obj, config, n_jobs, backend, scheduler, timing, force, results_dir, datasets, solvers):
+def run(obj, config, n_jobs, backend, scheduler, timing, force, supersede, results_dir,
+        datasets, solvers):
     """Run CONFIG: every (dataset, split, solver) task not yet in runs.csv, then report.
 
     Finished tasks are appended to RESULTS_DIR/<name>/runs.csv one by one, so an interrupted run
-    resumes where it stopped when the same command is given again.
+    resumes where it stopped when the same command is given again. Runs started together on the
+    same folder share the tasks: each runs once.
     """
     from .report import ReportError, write_report
     from .runner import run_experiment
 
     _exit_on_sigterm()
     exp = _load(config, n_jobs=n_jobs, backend=backend, scheduler=scheduler, timing=timing)
-    from .registry import UnknownNameError
-
-    try:
-        summary = run_experiment(exp, results_dir, mirror=obj["mirror"],
-                                 cache_dir=obj["cache_dir"], force=force,
-                                 progress=_progress(exp.name),
-                                 echo=lambda m: click.echo(m, err=True), datasets=datasets,
-                                 solvers=solvers)
-    except UnknownNameError as exc:
-        _fail(str(exc))
+    summary = run_experiment(exp, results_dir, mirror=obj["mirror"], cache_dir=obj["cache_dir"],
+                             force=force, progress=_progress(exp.name),
+                             echo=lambda m: click.echo(m, err=True), datasets=datasets,
+                             solvers=solvers, supersede=supersede)
+    elsewhere = f", {summary.elsewhere} run by another process" if summary.elsewhere else ""
     click.echo(f"{exp.name}: {summary.ran} tasks run, {summary.done_before} already done, "
-               f"{summary.failed} failed, {len(summary.skipped)} dataset×solver skipped")
+               f"{summary.failed} failed, {len(summary.skipped)} dataset×solver skipped"
+               f"{elsewhere}")
     try:
         for kind, path in write_report(Path(results_dir) / exp.name).items():
             click.echo(f"  {kind}: {path}")
@@ -166,6 +183,8 @@ def report(results_dirs, all_targets, results_root, readme):
               help="With --quick: compare each result with results/baselines/<id>_quick.csv.")
 @click.option("-j", "--n-jobs", type=int, help="Parallel tasks (overrides the config).")
 @click.option("--force", is_flag=True, help="Recompute tasks already in runs.csv.")
+@click.option("--supersede", is_flag=True,
+              help="Move finished rows of tasks the config no longer has to *_superseded.csv.")
 @click.option("--results-dir", type=click.Path(file_okay=False), default="results",
               show_default=True)
 @click.option("--dataset", "datasets", multiple=True, metavar="LABEL",
@@ -174,8 +193,8 @@ def report(results_dirs, all_targets, results_root, readme):
 @click.option("--solver", "solvers", multiple=True, metavar="LABEL",
               help="Run only this solver label of the target's config (repeatable), likewise.")
 @click.pass_obj
-def reproduce(obj, targets, all_targets, quick, check_baseline, n_jobs, force, results_dir,
-              datasets, solvers):
+def reproduce(obj, targets, all_targets, quick, check_baseline, n_jobs, force, supersede,
+              results_dir, datasets, solvers):
     """Reproduce paper TARGETS (ids as `dmlbench reproduce --list`; e.g. ying2012-table4).
 
     Each target runs its config (resuming earlier runs) and writes its report; one that cannot
@@ -205,7 +224,7 @@ def reproduce(obj, targets, all_targets, quick, check_baseline, n_jobs, force, r
             record = run_target(tid, quick=quick, results_root=results_dir, mirror=obj["mirror"],
                                 cache_dir=obj["cache_dir"], n_jobs=n_jobs, force=force,
                                 progress=_progress(tid), echo=lambda m: click.echo(m, err=True),
-                                datasets=datasets, solvers=solvers)
+                                datasets=datasets, solvers=solvers, supersede=supersede)
         except UnknownNameError as exc:
             _fail(f"{tid}: {exc}")
         except TargetUnavailable as exc:

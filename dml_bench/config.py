@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from .constraints import GENERATORS
+from .errors import DMLBenchError
 from .evaluate import TIE_BREAKS
 from .preprocess import NORMALIZATIONS, Preprocessing
 from .registry import UnknownNameError
@@ -24,7 +25,7 @@ from .registry import UnknownNameError
 BACKENDS = ("loky", "dask", "sequential")
 
 
-class ConfigError(ValueError):
+class ConfigError(DMLBenchError, ValueError):
     """A config that cannot run: ``"<file>: <key.path>: <problem>"``."""
 
     def __init__(self, source: str, path: str, problem: str):
@@ -248,8 +249,10 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
 
     r = _Reader(source)
     top = r.section(data, _TOP, "")
-    r.check(bool(top["name"].strip()) and "/" not in top["name"], "name",
-            "must be a non-empty name without '/' (it names the results folder)")
+    r.check(bool(top["name"].strip()) and not {"/", "\\", "\0"} & set(top["name"])
+            and top["name"].strip() not in (".", ".."), "name",
+            "must be a non-empty name without '/', '\\' and other than '.' and '..' (it names "
+            "the results folder)")
     split = r.section(top["split"], _SPLIT, "split")
     r.check(0 < split["train_fraction"] < 1, "split.train_fraction",
             f"must be in (0, 1), got {split['train_fraction']}")
@@ -280,7 +283,7 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
     datasets = []
     for i, entry in enumerate(top["datasets"]):
         p = f"datasets[{i}]"
-        d = r.section(entry, _DATASET, p)
+        d = r.section(_bare_name(entry), _DATASET, p)
         r.name(DATASETS, d["name"], f"{p}.name")
         r.check(d["normalize"] in NORMALIZATIONS, f"{p}.normalize",
                 f"must be one of {', '.join(NORMALIZATIONS)}, got {d['normalize']!r}")
@@ -298,7 +301,7 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
     solvers = []
     for i, entry in enumerate(top["solvers"]):
         p = f"solvers[{i}]"
-        s = r.section(entry, _SOLVER, p)
+        s = r.section(_bare_name(entry), _SOLVER, p)
         r.name(SOLVERS, s["name"], f"{p}.name", extra=PLANNED)
         if s["name"] in SOLVERS:
             _check_params(r, SOLVERS[s["name"]], s["params"], f"{p}.params")
@@ -336,6 +339,12 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
     if check_data:
         _check_class_sizes(r, exp)
     return exp
+
+
+def _bare_name(entry: Any) -> Any:
+    """A dataset or solver entry given as a bare name (``datasets: [wine]``) is that entry with
+    its defaults, ``{name: wine}``; anything else is checked as it is."""
+    return {"name": entry} if isinstance(entry, str) else entry
 
 
 def _read_figures(r: _Reader, figures: list, evaluation: dict) -> tuple:
@@ -413,7 +422,7 @@ def _check_class_sizes(r: _Reader, exp: Experiment):
     """``k`` targets need more than k training points in every class (data available locally)."""
     import numpy as np
 
-    from .datasets import dataset_status, load_dataset
+    from .datasets import DataNotAvailable, dataset_status, load_dataset
 
     if "k" not in inspect.signature(GENERATORS[exp.generator]).parameters:
         return  # random generators have no k targets per point
@@ -421,7 +430,10 @@ def _check_class_sizes(r: _Reader, exp: Experiment):
     for i, entry in enumerate(exp.datasets):
         if dataset_status(entry.name) == "network needed":
             continue
-        _, y, _ = load_dataset(entry.name, allow_network=False)
+        try:
+            _, y, _ = load_dataset(entry.name, allow_network=False)
+        except DataNotAvailable:
+            continue  # a data fault: the run reports the dataset as skipped, with the reason
         counts = np.unique(y, return_counts=True)[1]
         if entry.n_samples:
             counts = counts * min(1.0, entry.n_samples / len(y))

@@ -10,8 +10,10 @@ import difflib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from .errors import DMLBenchError
 
-class UnknownNameError(KeyError):
+
+class UnknownNameError(DMLBenchError, KeyError):
     """A config named a dataset / generator / solver that is not registered."""
 
     def __init__(self, kind: str, name: str, valid: list[str]):

@@ -23,6 +23,7 @@ import yaml
 
 from .papers import PaperTable, load_paper_table
 from .figures import write_figures
+from .errors import DMLBenchError
 from .results import RUN_COLUMNS, RunStore
 
 RUNS_FILE = "runs.csv"
@@ -43,7 +44,7 @@ COMPARISON_COLUMNS = [
 ]
 
 
-class ReportError(RuntimeError):
+class ReportError(DMLBenchError, RuntimeError):
     """A results directory cannot be reported on (missing or empty ``runs.csv``, no markers...)."""
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from .config import Experiment, load_config
+from .errors import DMLBenchError
 from .results import RunStore
 from .registry import Registry
 
@@ -27,7 +28,7 @@ TARGETS_FILE = Path(__file__).parent / "targets.yaml"
 RUN_RECORD = "reproduce.json"
 
 
-class TargetUnavailable(RuntimeError):
+class TargetUnavailable(DMLBenchError, RuntimeError):
     """A target that cannot be reproduced here; the message says why."""
 
 
@@ -126,11 +127,11 @@ def availability(target: Target, exp: Experiment | None, mirror=None, cache_dir=
 def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str = "results",
               mirror=None, cache_dir=None, n_jobs: int | None = None, force: bool = False,
               progress=None, echo=print, root: Path = Path("."), datasets=None,
-              solvers=None) -> dict:
+              solvers=None, supersede: bool = False) -> dict:
     """Run one target and write its report; returns the run record (also ``reproduce.json``).
 
     ``datasets`` and ``solvers`` (labels) run part of the target; the report lists the tasks
-    still to run.
+    still to run. ``supersede`` as in :func:`~dml_bench.runner.run_experiment`.
 
     Raises
     ------
@@ -164,7 +165,7 @@ def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str =
     try:
         summary = run_experiment(exp, results_root, mirror=mirror, cache_dir=cache_dir,
                                  force=force, progress=progress, echo=echo, datasets=datasets,
-                                 solvers=solvers)
+                                 solvers=solvers, supersede=supersede)
     except (KeyboardInterrupt, SystemExit):  # the rows written so far are kept: so is their time
         ran = len(RunStore(out_dir).finished()) - prior
         record.update(wall_seconds=round(time.perf_counter() - wall, 1), tasks=None, ran=ran,

@@ -2,16 +2,18 @@
 the tasks in flight.
 
 Rows are appended by the parent process only, each as one ``write`` on an ``O_APPEND`` file under
-an exclusive ``flock`` (so two runs of the same experiment cannot interleave lines), followed by
-``fsync``. Rewrites (``--force``, dropping a half-written last line) go to a temporary file that
-is renamed over the original.
+an exclusive file lock (so two runs of the same experiment cannot interleave lines), followed by
+``fsync``. A half-written last line left by a killed run is cut before the next append. Rewrites
+(``--force``, superseded rows) go to a temporary file that is renamed over the original.
+
+Runs on one folder share its task list through :class:`TaskClaims`: a task is run by the run
+that holds its claim, and the operating system releases the claims of a run that dies.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
-import fcntl
 import io
 import os
 import tempfile
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from filelock import FileLock, Timeout
 
 RUN_COLUMNS = [
     "task_id", "experiment", "dataset", "split", "seed", "solver", "label", "solver_params",
@@ -31,8 +34,10 @@ RUN_COLUMNS = [
 #: ``tuning.csv``: one row per (task, grid point, fold) fit of a ``tune:`` block
 TUNE_COLUMNS = ["task_id", "outer_task_id", "experiment", "dataset", "split", "label", "fold",
                 "params", "error", "fit_time", "n_fit", "n_eval", "finished_at"]
+#: ``errors.csv``: one row per failed attempt; ``message`` is the exception's one line, ``where``
+#: the last frames of its traceback
 ERROR_COLUMNS = ["task_id", "experiment", "dataset", "split", "label", "error_type", "message",
-                 "finished_at"]
+                 "where", "finished_at"]
 
 
 class RunStore:
@@ -54,12 +59,8 @@ class RunStore:
     @contextlib.contextmanager
     def _locked(self):
         self.dir.mkdir(parents=True, exist_ok=True)
-        with open(self._lock_path, "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        with FileLock(self._lock_path, thread_local=False):
+            yield
 
     def read(self) -> pd.DataFrame:
         """All complete rows (a half-written last line from a killed run is ignored)."""
@@ -124,6 +125,7 @@ class RunStore:
 
     def _append(self, path: Path, row: dict, columns: list[str]) -> None:
         with self._locked():
+            _cut_torn_line(path)
             _upgrade_columns(path, columns)
             header = not path.exists() or path.stat().st_size == 0
             data = _to_csv([row], columns, header).encode()
@@ -133,6 +135,42 @@ class RunStore:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+
+
+class TaskClaims:
+    """Which run of a results folder runs which task: one lock file per task id.
+
+    ``claim(task_id)`` returns the held lock (release it once the task's row is written), or
+    ``None`` when another process holds it; ``blocking=True`` waits for that process instead. A
+    claim is an OS file lock (filelock), so a run killed with ``kill -9`` loses its claims with
+    its life and another run can take its tasks over.
+    """
+
+    def __init__(self, directory: str | Path):
+        self.dir = Path(directory) / ".claims"
+
+    def claim(self, task_id: str, blocking: bool = False) -> FileLock | None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(self.dir / f"{task_id}.lock", thread_local=False)
+        try:
+            lock.acquire(blocking=blocking)
+        except Timeout:
+            return None
+        return lock
+
+
+def _cut_torn_line(path: Path) -> None:
+    """Cut a last line without its newline (a write interrupted by a kill) before appending."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with open(path, "rb+") as fh:
+        fh.seek(-1, os.SEEK_END)
+        if fh.read(1) == b"\n":
+            return
+        fh.seek(0)
+        fh.truncate(fh.read().rfind(b"\n") + 1)
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def _upgrade_columns(path: Path, columns: list[str]) -> None:

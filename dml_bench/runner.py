@@ -32,7 +32,8 @@ from .config import DatasetEntry, Experiment, SolverEntry
 from .constraints import GENERATORS
 from .evaluate import model_error, spectrum_counts
 from .registry import UnknownNameError
-from .results import TUNE_COLUMNS, RunStore
+from .errors import RunRefused
+from .results import TUNE_COLUMNS, RunStore, TaskClaims
 from .splits import derive_seed, split_indices, subsample_indices, tuning_parts
 from .tuning import TuningIncomplete, run_tune_task, tune_tasks, with_choice
 
@@ -105,6 +106,7 @@ class RunSummary:
     ran: int = 0
     failed: int = 0
     skipped: list = None  # (dataset, solver, reason)
+    elsewhere: int = 0  # finished by another run on the same folder meanwhile
 
 
 def plan(exp: Experiment, mirror: str | None = None, cache_dir: str | None = None,
@@ -266,8 +268,8 @@ def _failure_row(task: Task, exc: BaseException) -> dict:
     return {"_failed": True, "task_id": task.task_id, "experiment": task.experiment,
             "dataset": task.dataset.label, "split": task.split, "label": task.solver.label,
             "error_type": type(exc).__name__,
-            "message": "".join(traceback.format_exception_only(exc)).strip()
-            + " | " + traceback.format_exc(limit=-3).replace("\n", " "), "finished_at": _now()}
+            "message": " ".join("".join(traceback.format_exception_only(exc)).split()),
+            "where": " ".join(traceback.format_exc(limit=-3).split()), "finished_at": _now()}
 
 
 def _group_skipped(skipped: list, datasets: list[str]) -> dict[str, list[str]]:
@@ -293,7 +295,7 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
                    progress: Callable[[int], contextlib.AbstractContextManager] | None = None,
                    echo: Callable[[str], None] = print,
                    datasets: Sequence[str] | None = None,
-                   solvers: Sequence[str] | None = None) -> RunSummary:
+                   solvers: Sequence[str] | None = None, supersede: bool = False) -> RunSummary:
     """Run every unfinished task of ``exp`` and append its row to ``results/<name>/runs.csv``.
 
     Parameters
@@ -313,6 +315,10 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
         later run of the other labels completes the same results folder).
     solvers : sequence of str, optional
         Likewise, run only the tasks of these solver labels.
+    supersede : bool
+        Move the rows of finished tasks that the config no longer contains (a changed setting or
+        default changes a task's id) to ``runs_superseded.csv`` / ``tuning_superseded.csv``.
+        Without it (or ``force``) such a run is refused before any work, naming the rows.
 
     Returns
     -------
@@ -322,6 +328,15 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
     ------
     UnknownNameError
         When a label of ``datasets`` or ``solvers`` is not one of the config's.
+    RunRefused
+        When finished rows would be superseded without ``supersede`` or ``force``.
+
+    Notes
+    -----
+    Several runs of one config on one results folder share its task list: each task is run by
+    the run that claims it first (:class:`~dml_bench.results.TaskClaims`); a run that meets a
+    task claimed by another waits for it at the end and runs it only if the other run did not
+    finish it (it failed, or died). So no task runs twice and none is lost.
     """
     labels = [d.label for d in exp.datasets]
     for kind, chosen, known in (("dataset", datasets, labels),
@@ -341,16 +356,25 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
         skipped = [s for s in skipped if s[1] in solvers]
     for reason, cells in _group_skipped(skipped, labels).items():
         echo(f"skipped {', '.join(cells)}: {reason}")
-    stale = store.finished() - {t.task_id for t in all_tasks(exp, mirror, cache_dir)}
+    every = list(all_tasks(exp, mirror, cache_dir))
+    tuning = RunStore(store.dir, "tuning", TUNE_COLUMNS)
+    stale = store.finished() - {t.task_id for t in every}
+    stale_tuning = tuning.finished() - {tt.task_id for t in every for tt in tune_tasks(t)}
+    if (stale or stale_tuning) and not (supersede or force):
+        raise RunRefused(_supersede_refusal(exp.name, store, stale, stale_tuning))
     if stale:
         store.archive(stale)
         echo(f"moved {len(stale)} rows of tasks no longer in {exp.name}'s config (changed "
              f"settings) to {store.superseded}")
+    if stale_tuning:
+        tuning.archive(stale_tuning)
+    present = store.finished()
     done = set() if force else store.finished(require_timing=exp.timing)
     todo = [t for t in tasks if t.task_id not in done]
-    store.drop({t.task_id for t in todo})  # stale rows of tasks about to be recomputed
-    tuning = RunStore(store.dir, "tuning", TUNE_COLUMNS)
-    tune_todo = _tuning_todo(tuning, list(all_tasks(exp, mirror, cache_dir)), todo, force)
+    # rows of tasks about to be recomputed (--force, or not from a timing run): only those seen
+    # here, never a row that another run on the folder has written since
+    store.drop({t.task_id for t in todo} & present)
+    tune_todo = _tuning_todo(tuning, todo, force)
     summary = RunSummary(total=len(tasks), done_before=len(tasks) - len(todo), skipped=skipped)
     if summary.done_before:
         echo(f"{summary.done_before} of {len(tasks)} tasks already in {store.runs}; "
@@ -362,34 +386,75 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
     backend = "sequential" if exp.timing else exp.backend
     bar = progress(len(todo) + len(tune_todo)) if progress else contextlib.nullcontext()
     fit = functools.partial(run_task, n_jobs=n_jobs, timing_mode=exp.timing)
+    claims = TaskClaims(store.dir)
     with bar as b, _backend(backend, exp.scheduler, n_jobs):
 
-        def land(rows, into: RunStore, count: bool = True):
-            for row in rows:
-                _record(into, row, summary, echo, count=count)
-                if b is not None:
-                    b.update(1)
+        def land(fn, work: list, into: RunStore, count: bool = True):
+            """Run ``work`` and record each row as it comes: first the tasks no other run has
+            claimed, then, waiting for their claims, those another run held (it may have died
+            or failed them); tasks another run finished are counted, not rerun."""
+            finished = _finished_reader(into, require_timing=exp.timing and into is store)
+            deferred, landed = [], 0
+            for wait, batch in ((False, work), (True, deferred)):
+                for row in _execute(fn, batch, n_jobs, backend, claims, finished, wait=wait,
+                                    deferred=deferred):
+                    _record(into, row, summary, echo, count=count)
+                    landed += 1
+                    if b is not None:
+                        b.update(1)
+            if count:
+                summary.elsewhere += len(work) - landed
+            if b is not None and len(work) > landed:
+                b.update(len(work) - landed)
 
         # dataset by dataset (config order): its tuning fits, then its final fits, so the rows of
         # a dataset land as soon as its own tuning is done
         for dataset in dict.fromkeys(t.dataset.label for t in todo):
-            land(_execute(run_tune_task, [tt for tt in tune_todo
-                                          if tt.task.dataset.label == dataset], n_jobs, backend),
+            land(run_tune_task, [tt for tt in tune_todo if tt.task.dataset.label == dataset],
                  tuning, count=False)
             final, failed = _resolve_tuning([t for t in todo if t.dataset.label == dataset],
                                             tuning)
-            land(failed, store)
-            land(_execute(fit, final, n_jobs, backend), store)
+            for row in failed:
+                _record(store, row, summary, echo)
+            land(fit, final, store)
     return summary
 
 
-def _tuning_todo(tuning: RunStore, every: list[Task], todo: list[Task], force: bool) -> list:
-    """Tuning fits still needed by ``todo``; tuning rows of tasks gone from the config (not in
-    ``every``) move to ``tuning_superseded.csv``; with ``force`` ``todo``'s fits are redone."""
-    wanted = {tt.task_id for t in every for tt in tune_tasks(t)}
-    stale = tuning.finished() - wanted
-    if stale:
-        tuning.archive(stale)
+def _supersede_refusal(name: str, store: RunStore, stale: set, stale_tuning: set) -> str:
+    """The one-line refusal of a run that would move finished rows aside: counts and examples."""
+    runs = store.read()
+    rows = runs[runs["task_id"].isin(stale)]
+    examples = [f"{r.dataset} split {r.split} {r.label} [{r.task_id}]"
+                for r in rows.head(3).itertuples()]
+    what = [f"{len(stale)} finished rows of runs.csv"] if stale else []
+    what += [f"{len(stale_tuning)} rows of tuning.csv"] if stale_tuning else []
+    return (f"{name}: the config no longer contains the tasks of {' and '.join(what)} (a changed "
+            f"setting or default changes a task's id){': e.g. ' if examples else ''}"
+            f"{'; '.join(examples)}. Rerun with --supersede to move them to "
+            f"{store.superseded.name} and run the new tasks (or --force to recompute everything),"
+            " or restore the config that made them")
+
+
+def _finished_reader(store: RunStore, require_timing: bool) -> Callable[[], set]:
+    """``finished()``: the task ids in ``store`` now, re-read only when the file has changed
+    (another run on the same folder appends to it)."""
+    cache = {"key": None, "ids": set()}
+
+    def finished() -> set:
+        try:
+            stat = store.runs.stat()
+            key = (stat.st_mtime_ns, stat.st_size)
+        except FileNotFoundError:
+            key = None
+        if key != cache["key"]:
+            cache["key"], cache["ids"] = key, store.finished(require_timing=require_timing)
+        return cache["ids"]
+
+    return finished
+
+
+def _tuning_todo(tuning: RunStore, todo: list[Task], force: bool) -> list:
+    """Tuning fits still needed by ``todo``; with ``force`` ``todo``'s fits are redone."""
     needed = [tt for t in todo for tt in tune_tasks(t)]
     if force:
         tuning.drop({tt.task_id for tt in needed})
@@ -426,17 +491,39 @@ def _record(store: RunStore, row: dict, summary: RunSummary, echo, count: bool =
         summary.ran += count
 
 
-def _execute(fn: Callable, tasks: list, n_jobs: int, backend: str) -> Iterable[dict]:
+def _execute(fn: Callable, tasks: list, n_jobs: int, backend: str, claims: TaskClaims,
+             finished: Callable[[], set], *, wait: bool, deferred: list) -> Iterable[dict]:
     """Yield ``fn(task, BLAS_THREADS)`` rows as tasks finish (unordered), with the backend
-    (inside :func:`_backend`, which holds the dask client for the whole run)."""
+    (inside :func:`_backend`, which holds the dask client for the whole run).
+
+    A task is dispatched only once this run holds its claim and ``finished()`` does not list it;
+    the claim is released after the consumer has recorded its row. A task claimed by another
+    run goes to ``deferred`` (with ``wait``, its claim is waited for instead).
+    """
     if not tasks:
         return
+    held = {}
+
+    def claimed():  # consumed lazily, by joblib's dispatching thread in the parallel case
+        for task in tasks:
+            lock = claims.claim(task.task_id, blocking=wait)
+            if lock is None:
+                deferred.append(task)
+            elif task.task_id in finished():  # another run finished it since the plan
+                lock.release()
+            else:
+                held[task.task_id] = lock
+                yield task
+
     if backend == "sequential" or n_jobs == 1 and backend != "dask":
-        yield from (fn(t, BLAS_THREADS) for t in tasks)
-        return
-    calls = (delayed(fn)(t, BLAS_THREADS) for t in tasks)
-    kwargs = {} if backend == "dask" else {"backend": backend}
-    yield from Parallel(n_jobs=n_jobs, return_as="generator_unordered", **kwargs)(calls)
+        rows = (fn(t, BLAS_THREADS) for t in claimed())
+    else:
+        kwargs = {} if backend == "dask" else {"backend": backend}
+        rows = Parallel(n_jobs=n_jobs, return_as="generator_unordered", **kwargs)(
+            delayed(fn)(t, BLAS_THREADS) for t in claimed())
+    for row in rows:
+        yield row
+        held.pop(row["task_id"]).release()
 
 
 @contextlib.contextmanager

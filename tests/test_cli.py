@@ -37,6 +37,16 @@ def tiny_results(tmp_path, write_yaml):
     return tmp_path / "results" / "tiny"
 
 
+def test_run_accepts_bare_dataset_and_solver_names(tmp_path, write_yaml):
+    cfg = write_yaml("name: bare\ndatasets: [wine]\nsolvers: [dml_eig, euclidean]\n"
+                     "split: {n_splits: 2}\nexecution: {backend: sequential}\n", "bare.yaml")
+    result = invoke("run", cfg, "--results-dir", tmp_path / "results")
+    assert result.exit_code == 0, result.output
+    assert "bare: 4 tasks run, 0 already done, 0 failed" in result.stdout
+    runs = pd.read_csv(tmp_path / "results" / "bare" / "runs.csv")
+    assert sorted(runs["label"].unique()) == ["dml_eig", "euclidean"] and len(runs) == 4
+
+
 @pytest.mark.parametrize("command", [[], ["run"], ["report"], ["check"], ["validate"],
                                      ["datasets"], ["fetch"], ["solvers"]])
 def test_help(command):

@@ -76,8 +76,14 @@ BAD = [
      ["expected int or float, got bool"]),
     ("stratify-str", edited(split__stratify="yes please"), "split.stratify", ["expected bool"]),
     ("datasets-not-list", edited(datasets={"name": "wine"}), "datasets", ["expected list"]),
-    ("dataset-entry-not-mapping", edited(datasets=["wine"]), "datasets[0]",
-     ["expected a mapping, got str"]),
+    ("dataset-entry-not-mapping", edited(datasets=[3]), "datasets[0]",
+     ["expected a mapping, got int"]),
+    ("solver-entry-not-mapping", edited(solvers=[["euclidean"]]), "solvers[0]",
+     ["expected a mapping, got list"]),
+    ("bare-unknown-dataset", edited(datasets=["wne"]), "datasets[0].name",
+     ["unknown dataset 'wne'", "Did you mean 'wine'?"]),
+    ("bare-unknown-solver", edited(solvers=["dml_eigg"]), "solvers[0].name",
+     ["unknown solver 'dml_eigg'", "Did you mean 'dml_eig'?"]),
     ("missing-name", edited(name=DELETE), "name", ["required key is missing"]),
     ("missing-datasets", edited(datasets=DELETE), "datasets", ["required key is missing"]),
     ("missing-solver-name", edited(solvers__0={"label": "x"}), "solvers[0].name",
@@ -174,6 +180,23 @@ def test_k_check_can_be_skipped(write_yaml):
     # the class-size check needs the data; check_data=False validates the config alone
     cfg = edited(datasets=[{"name": "iris"}], constraints__params={"k": 35})
     assert load_config(write_yaml(cfg), check_data=False).generator_params == {"k": 35}
+
+
+def test_bare_names_are_entries_with_their_defaults(write_yaml):
+    """`datasets: [wine]` and `solvers: [dml_eig, euclidean]`: what a user writes first."""
+    bare = load_config(write_yaml("name: bare\ndatasets: [wine, iris]\n"
+                                  "solvers: [dml_eig, euclidean]\n"))
+    full = load_config(write_yaml({"name": "bare", "datasets": [{"name": "wine"}, {"name": "iris"}],
+                                   "solvers": [{"name": "dml_eig"}, {"name": "euclidean"}]},
+                                  "full.yaml"))
+    assert bare == full
+    assert [d.label for d in bare.datasets] == ["wine", "iris"]
+    assert [(s.name, s.label, s.params) for s in bare.solvers] == [
+        ("dml_eig", "dml_eig", {}), ("euclidean", "euclidean", {})]
+    mixed = load_config(write_yaml({"name": "mixed", "datasets": ["wine", {"name": "iris",
+                                                                           "label": "I"}],
+                                    "solvers": ["euclidean"]}, "mixed.yaml"))
+    assert [d.label for d in mixed.datasets] == ["wine", "I"]
 
 
 def test_valid_config_values_and_defaults(write_yaml):

@@ -49,15 +49,6 @@ def cache(tmp_path, monkeypatch):
     return tmp_path / "cache"
 
 
-@pytest.fixture
-def registry(monkeypatch):
-    """A temporary registry seen by the loaders (and the LFW API), for synthetic specs."""
-    reg = Registry("dataset")
-    monkeypatch.setattr(loader, "DATASETS", reg)
-    monkeypatch.setattr("dml_bench.datasets.lfw.DATASETS", reg)
-    return reg
-
-
 def put(root: Path, relpath: str, data: bytes) -> Path:
     path = root / relpath
     path.parent.mkdir(parents=True, exist_ok=True)

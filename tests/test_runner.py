@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from sklearn.preprocessing import StandardScaler
 from dml_bench import runner
 from dml_bench.config import load_config, parse_config
 from dml_bench.datasets import load_dataset
+from dml_bench.errors import RunRefused
 from dml_bench.results import RUN_COLUMNS, RunStore
 from dml_bench.runner import plan, prepare_split, run_experiment
 from dml_bench.splits import derive_seed, train_test_split_indices
@@ -208,6 +210,32 @@ def test_killed_run_resumes_each_task_once(tmp_path, write_yaml):
     assert (root / "killme" / "summary.csv").exists()
 
 
+def test_two_runs_on_one_folder_share_the_tasks(tmp_path, write_yaml):
+    """Two `dmlbench run` processes started together on one config: every task runs once, in
+    one of them, and each reports the tasks the other ran (claims: results.TaskClaims)."""
+    cfg = write_yaml({**KILL_CONFIG, "name": "shared",
+                      "solvers": [{"name": "euclidean"},
+                                  {"name": "dml_eig", "params": {"max_iter": 200, "tol": 0.0}}]},
+                     "shared.yaml")
+    root = tmp_path / "results"
+    cmd = [sys.executable, "-m", "dml_bench.cli", "run", str(cfg), "--results-dir", str(root)]
+    expected = planned_ids(load_config(cfg))
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=os.environ.copy()) for _ in range(2)]
+    outputs = [proc.communicate(timeout=300) for proc in procs]
+    for proc, (out, err) in zip(procs, outputs):
+        assert proc.returncode == 0, err[-2000:]
+    runs = runs_of(root, "shared")
+    assert sorted(runs["task_id"]) == sorted(expected)  # each task once, none lost
+    counts = [re.search(r"shared: (\d+) tasks run, (\d+) already done, 0 failed, 0 dataset×"
+                        r"solver skipped(?:, (\d+) run by another process)?", out).groups()
+              for out, _ in outputs]
+    ran, before, elsewhere = ([int(c[i] or 0) for c in counts] for i in range(3))
+    assert sum(ran) == len(expected)
+    for i in range(2):  # what a run did not run, the other ran: before it started, or meanwhile
+        assert before[i] + elsewhere[i] == ran[1 - i]
+
+
 def small_experiment():
     return experiment(solvers=[{"name": "euclidean"}], split={"n_splits": 3},
                       execution={"n_jobs": 1, "backend": "sequential"})
@@ -287,8 +315,20 @@ def test_rerun_skips_finished_and_force_recomputes(tmp_path):
 def test_changed_setting_is_a_new_task(tmp_path):
     exp = small_experiment()
     quiet_run(exp, tmp_path)
+    before = (tmp_path / "quick" / "runs.csv").read_bytes()
     changed = replace(exp, knn_k=5)
-    summary, _ = quiet_run(changed, tmp_path)
+    # finished rows never vanish silently: the run stops first, naming them
+    with pytest.raises(RunRefused) as refused:
+        quiet_run(changed, tmp_path)
+    message = str(refused.value)
+    assert "6 finished rows of runs.csv" in message and "--supersede" in message
+    first = runs_of(tmp_path).iloc[0]
+    assert f"{first['dataset']} split {first['split']} {first['label']} [{first['task_id']}]" \
+        in message
+    assert "\n" not in message
+    assert (tmp_path / "quick" / "runs.csv").read_bytes() == before
+    assert not (tmp_path / "quick" / "runs_superseded.csv").exists()
+    summary, _ = quiet_run(changed, tmp_path, supersede=True)
     assert summary.ran == summary.total == 6  # different knn_k -> different task ids
     # the old rows no longer belong to the config: moved aside, not mixed into the summary
     assert len(runs_of(tmp_path)) == 6

@@ -15,7 +15,7 @@ their own small API (:func:`load_lfw_pairs`, :func:`load_lfw_sift`; module ``lfw
 """
 
 from .catalog import DATASETS
-from .errors import DataIntegrityError, DataNotAvailable
+from .errors import DataIntegrityError, DataNotAvailable, DataParseError
 from .lfw import LFWPair, load_lfw_pairs, load_lfw_sift, pair_indices, save_lfw_sift
 from .loader import dataset_status, fetch_dataset, load_dataset
 from .spec import DatasetSpec, FileSpec, Parsed
@@ -24,6 +24,7 @@ __all__ = [
     "DATASETS",
     "DataIntegrityError",
     "DataNotAvailable",
+    "DataParseError",
     "DatasetSpec",
     "FileSpec",
     "LFWPair",

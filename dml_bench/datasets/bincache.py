@@ -12,8 +12,10 @@ writes, after the first successful (verified and shape-checked) parse::
 registered shape and ``FORMAT``: files with other content, or a format change, give another key
 and a fresh parse. The ``.npz`` is written only from files that were just verified, and is itself
 checked against the sha256 in its ``.json`` before use; a damaged or stale entry is ignored (with
-a warning) and rebuilt. Entries are written atomically (temporary file, then rename), in
-ZIP_DEFLATED level 1 (MNIST: ~17 MB, written in well under a second; read back in ~0.3 s).
+a warning) and rebuilt, and so is an entry whose arrays do not fit the spec's shape (the loader
+checks every parse, stored or not). A cache that cannot be written only costs speed (a warning).
+Entries are written atomically (temporary file, then rename), in ZIP_DEFLATED level 1 (MNIST:
+~17 MB, written in well under a second; read back in ~0.3 s).
 """
 
 from __future__ import annotations
@@ -63,7 +65,10 @@ def entry_paths(spec: DatasetSpec, cache_dir: Path, key: str) -> tuple[Path, Pat
 
 def load(spec: DatasetSpec, cache_dir: Path) -> tuple[Parsed, Path] | None:
     """The cached parse of ``spec`` and its path, or ``None`` (no entry, or a damaged one)."""
-    key = cache_key(spec, cache_dir)
+    try:
+        key = cache_key(spec, cache_dir)
+    except OSError:  # an unreadable .sha256 record: no entry; loading the files reports it
+        return None
     if key is None:
         return None
     npz, meta = entry_paths(spec, cache_dir, key)

@@ -15,6 +15,13 @@ Two kinds of files differ from the plain case (see :class:`FileSpec`):
 - unpinned files (``sha256=None``: sources that could not be reached when they were registered)
   are verified against the sha256 recorded in ``<relpath>.sha256`` when their first copy entered
   the cache (trust on first use).
+
+Every fault is raised as a :class:`~.errors.DataNotAvailable` (or its subclass
+:class:`~.errors.DataIntegrityError`) with a one-line message naming the dataset, the file and
+the problem (see :mod:`.errors`): a file missing everywhere (including a mirror folder that does
+not exist), a failed download (``DOWNLOAD_TIMEOUT`` seconds per connection attempt / read), a
+cache or mirror file that cannot be read or written (``OSError``: permissions, a folder where the
+file should be), a wrong sha256 or a corrupt compressed stream.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ _CHUNK = 1 << 20
 _SOURCES = ("cache", "mirror", "network")  # in order of preference
 _USER_AGENT = "dml-bench"
 _RECORD_SUFFIX = ".sha256"  # next to an unpinned file: the sha256 of its first cached copy
+DOWNLOAD_TIMEOUT = 60  # seconds: socket timeout of a download (connect, and each read)
 
 
 def resolve_cache_dir(cache_dir: str | os.PathLike | None = None) -> Path:
@@ -101,23 +109,77 @@ def ensure_files(
     Raises
     ------
     DataNotAvailable
-        A file is missing from cache and mirror and cannot be downloaded.
+        A file is missing from cache and mirror and cannot be downloaded, or a cache / mirror
+        file cannot be read or written (one-line message; see :mod:`.errors`).
     DataIntegrityError
-        A file (in the cache, the mirror or downloaded) has the wrong sha256.
+        A file (in the cache, the mirror or downloaded) has the wrong sha256 (a subclass of
+        ``DataNotAvailable``).
     """
     paths, sources = [], []
     for fspec in spec.files:
-        if _first_missing(fspec, cache_dir) is None:
-            relpaths, source = _verify_unit(spec.name, fspec, cache_dir), "cache"
-        elif mirror is not None and _first_missing(fspec, mirror) is None:
-            relpaths, source = _copy_from_mirror(spec.name, fspec, mirror, cache_dir), "mirror"
-        elif allow_network and fspec.url is not None:
-            relpaths, source = _download(spec.name, fspec, cache_dir, mirror), "network"
-        else:
-            raise DataNotAvailable(_not_available_message(spec.name, fspec, cache_dir, mirror, allow_network))
+        try:
+            relpaths, source = _ensure_unit(spec.name, fspec, cache_dir, mirror, allow_network)
+        except OSError as exc:  # unreadable / unwritable cache or mirror file
+            raise DataNotAvailable(_os_error_message(spec.name, fspec, exc, cache_dir, mirror)) from exc
         paths += [cache_dir / relpath for relpath in relpaths]
         sources.append(source)
     return paths, max(sources, key=_SOURCES.index)
+
+
+def _ensure_unit(
+    name: str, fspec: FileSpec, cache_dir: Path, mirror: Path | None, allow_network: bool
+) -> tuple[list[str], str]:
+    """``(relpaths, source)`` of one unit (a file, or a listing and its members)."""
+    _check_cache_path(name, cache_dir / fspec.relpath)
+    if _first_missing(fspec, cache_dir) is None:
+        return _verify_unit(name, fspec, cache_dir), "cache"
+    if mirror is not None and _first_missing(fspec, mirror) is None:
+        return _copy_from_mirror(name, fspec, mirror, cache_dir), "mirror"
+    if allow_network and fspec.url is not None:
+        return _download(name, fspec, cache_dir, mirror), "network"
+    raise DataNotAvailable(_not_available_message(name, fspec, cache_dir, mirror, allow_network))
+
+
+def _check_cache_path(name: str, path: Path) -> None:
+    """Refuse a cache path that exists but is not a regular file (e.g. a folder)."""
+    if os.path.lexists(path) and not path.is_file():
+        kind = "a folder" if path.is_dir() else "not a regular file (a broken link?)"
+        raise DataNotAvailable(
+            f"dataset {name!r}: cannot read cache file {path}: it is {kind}, not the data file. "
+            f"Remove it and run `dmlbench fetch {name}` to fetch the file again."
+        )
+
+
+class CacheWriteError(OSError):
+    """Writing a file into the cache failed (``filename`` is the cache path)."""
+
+
+def _os_error_message(
+    name: str, fspec: FileSpec, exc: OSError, cache_dir: Path, mirror: Path | None
+) -> str:
+    """One line for an ``OSError`` met while reading or writing the files of ``fspec``."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if not exc.filename:
+        where = f"cache {cache_dir}" + (f", mirror {mirror}" if mirror is not None else "")
+        return (f"dataset {name!r}: I/O error on {fspec.relpath} ({where}): {reason}. Check the "
+                f"files' permissions and the disk, then run `dmlbench fetch {name}`.")
+    path = Path(exc.filename)
+    if isinstance(exc, CacheWriteError):
+        return (
+            f"dataset {name!r}: cannot write cache file {path}: {reason}. Make the cache folder "
+            f"{cache_dir} writable, or point {ENV_CACHE} / --cache-dir at a writable folder."
+        )
+    if mirror is not None and path.is_relative_to(mirror):
+        return (
+            f"dataset {name!r}: cannot read mirror file {path}: {reason}. Repair the mirror's "
+            f"permissions, or unset {ENV_MIRROR} / --data-mirror."
+        )
+    if path.is_relative_to(cache_dir):
+        return (
+            f"dataset {name!r}: cannot read cache file {path}: {reason}. Fix its permissions, or "
+            f"delete it and run `dmlbench fetch {name}` to fetch it again."
+        )
+    return f"dataset {name!r}: cannot read {path}: {reason}."
 
 
 def sha256_file(path: Path) -> str:
@@ -149,7 +211,8 @@ def expected_sha256(fspec: FileSpec, cache_dir: Path) -> str | None:
     if fspec.pinned:
         return fspec.sha256
     record = _record_path(fspec, cache_dir)
-    return record.read_text().strip() if record.is_file() else None
+    # binary junk in a damaged record becomes a hash that matches nothing: refused as a mismatch
+    return record.read_text(errors="replace").strip() if record.is_file() else None
 
 
 class CorruptStream(ValueError):
@@ -205,10 +268,11 @@ def _listing_entries(fspec: FileSpec, root: Path) -> list[tuple[str, str]]:
     """``(relpath, sha256)`` of the members named in the listing ``fspec`` under ``root``."""
     folder = PurePosixPath(fspec.relpath).parent
     entries = []
-    for lineno, line in enumerate((root / fspec.relpath).read_text().splitlines(), 1):
+    text = (root / fspec.relpath).read_text(errors="replace")  # binary junk: refused below
+    for lineno, line in enumerate(text.splitlines(), 1):
         match = re.fullmatch(r"([0-9a-f]{64}) [ *](?:\./)?(\S.*)", line)
         if match is None:
-            raise DataIntegrityError(f"{root / fspec.relpath}:{lineno}: not a sha256sum line: {line!r}")
+            raise DataIntegrityError(f"{root / fspec.relpath}:{lineno}: not a sha256sum line: {line[:80]!r}")
         entries.append((str(folder / match[2]), match[1]))
     return entries
 
@@ -326,39 +390,87 @@ def _mismatch_message(
 def _not_available_message(
     name: str, fspec: FileSpec, cache_dir: Path, mirror: Path | None, allow_network: bool
 ) -> str:
+    """One line: where the file was looked for, and how to provide it."""
     what = f"{fspec.relpath!r}" + (" and the files it lists" if fspec.members else "")
-    cache_line = f"  cache:   {cache_dir / fspec.relpath} (missing: {_first_missing(fspec, cache_dir)})"
-    if mirror is None:
-        mirror_line = f"  mirror:  none configured (set {ENV_MIRROR} or pass --data-mirror)"
-    else:
-        mirror_line = f"  mirror:  {mirror / fspec.relpath} (missing: {_first_missing(fspec, mirror)})"
     if fspec.url is None:
-        network_line = "  network: no download source registered"
+        network = "network: no download source registered"
     else:
-        network_line = f"  network: {fspec.url}" + ("" if allow_network else " (network access disabled)")
-    lines = [f"dataset {name!r}: file {what} is not available.", cache_line, mirror_line, network_line]
-    if fspec.obtain:
-        lines.append(f"  obtain:  {fspec.obtain}")
-    lines.append(
+        network = f"network: {fspec.url}" + ("" if allow_network else " (network access disabled)")
+    return (
+        f"dataset {name!r}: file {what} is not available: {_where_missing(fspec, cache_dir, mirror)}; "
+        f"{network}{_obtain(fspec)}. {_provide_hint(name, fspec)}"
+    )
+
+
+def _where_missing(fspec: FileSpec, cache_dir: Path, mirror: Path | None) -> str:
+    """``cache: ... (missing ...); mirror: ...`` for a unit absent from cache and mirror."""
+    cache = f"cache: {cache_dir / fspec.relpath} (missing {_first_missing(fspec, cache_dir)})"
+    if mirror is None:
+        mirror_text = f"mirror: none configured (set {ENV_MIRROR} or pass --data-mirror)"
+    elif not mirror.is_dir():
+        state = "is not a folder" if mirror.exists() else "does not exist"
+        mirror_text = f"mirror folder {mirror} {state} (check {ENV_MIRROR} / --data-mirror)"
+    else:
+        mirror_text = f"mirror: {mirror / fspec.relpath} (missing {_first_missing(fspec, mirror)})"
+    return f"{cache}; {mirror_text}"
+
+
+def _obtain(fspec: FileSpec) -> str:
+    return f"; obtain: {fspec.obtain.rstrip('.')}" if fspec.obtain else ""
+
+
+def _provide_hint(name: str, fspec: FileSpec) -> str:
+    return (
         f"To provide it: run `dmlbench fetch {name}` on a machine with network access (it downloads "
-        f"into the cache), copy the file to the cache path above, or set {ENV_MIRROR} / "
+        f"into the cache), copy the file to the cache path named, or set {ENV_MIRROR} / "
         f"--data-mirror to a folder holding {fspec.relpath}."
     )
-    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- writing the cache
 
 
+class _StagedFile:
+    """A binary file open for writing; its write errors are raised as :class:`CacheWriteError`
+    naming ``target`` (errors reading the source stay what they are)."""
+
+    def __init__(self, fd: int, target: Path):
+        self._file = os.fdopen(fd, "wb")
+        self._target = target
+
+    def write(self, data: bytes) -> int:
+        try:
+            return self._file.write(data)
+        except OSError as exc:
+            raise CacheWriteError(exc.errno, exc.strerror or str(exc), str(self._target)) from exc
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        try:
+            self._file.close()
+        except OSError as exc:
+            if exc_info[0] is None:
+                raise CacheWriteError(exc.errno, exc.strerror or str(exc), str(self._target)) from exc
+        return False
+
+
 @contextmanager
 def _staged(target: Path):
     """Yield a temporary file next to ``target``; it is renamed onto ``target`` on success."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
     try:
-        with os.fdopen(fd, "wb") as out:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    except OSError as exc:
+        raise CacheWriteError(exc.errno, exc.strerror or str(exc), str(target)) from exc
+    try:
+        with _StagedFile(fd, target) as out:
             yield out
-        os.replace(tmp, target)
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise CacheWriteError(exc.errno, exc.strerror or str(exc), str(target)) from exc
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -423,15 +535,18 @@ def _download(name: str, fspec: FileSpec, cache_dir: Path, mirror: Path | None) 
     relpaths the parser reads."""
     request = urllib.request.Request(fspec.url, headers={"User-Agent": _USER_AGENT})
     try:
-        with urllib.request.urlopen(request, timeout=60) as response:
+        with urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT) as response:
             if fspec.members is not None:
                 return _install_archive(name, fspec, response, cache_dir)
             _install_file(name, fspec, response, cache_dir, fspec.url, "network")
             return [fspec.relpath]
+    except CacheWriteError:
+        raise  # the download worked, the cache is not writable: reported as such
     except (OSError, HTTPException) as exc:  # URLError, timeouts and resets are OSErrors
+        reason = str(exc) or type(exc).__name__
         raise DataNotAvailable(
-            f"dataset {name!r}: downloading {fspec.url} failed ({exc}).\n"
-            + _not_available_message(name, fspec, cache_dir, mirror, allow_network=True)
+            f"dataset {name!r}: downloading {fspec.url} failed ({reason}); "
+            f"{_where_missing(fspec, cache_dir, mirror)}{_obtain(fspec)}. {_provide_hint(name, fspec)}"
         ) from exc
 
 
@@ -446,7 +561,7 @@ def _install_archive(name: str, fspec: FileSpec, response: BinaryIO, cache_dir: 
             shutil.copyfileobj(response, out, _CHUNK)
         extracted = Path(tmp) / "members"
         try:
-            hashes = _extract_members(archive, fspec.members, extracted)
+            hashes = _extract_members(archive, fspec.members, extracted, name)
         except zipfile.BadZipFile as exc:
             raise DataIntegrityError(f"dataset {name!r}: {fspec.url} is not a zip archive ({exc}).") from exc
         listing = _listing_text(hashes).encode()
@@ -466,7 +581,7 @@ def _install_archive(name: str, fspec: FileSpec, response: BinaryIO, cache_dir: 
     return [str(PurePosixPath(fspec.relpath).parent / m) for m in sorted(hashes, key=_natural_key)]
 
 
-def _extract_members(archive: Path, pattern: str, dest: Path) -> dict[str, str]:
+def _extract_members(archive: Path, pattern: str, dest: Path, name: str = "?") -> dict[str, str]:
     """Extract archive entries matching ``pattern`` to ``dest / group(1)``; returns their sha256."""
     hashes = {}
     with zipfile.ZipFile(archive) as zf:
@@ -475,7 +590,8 @@ def _extract_members(archive: Path, pattern: str, dest: Path) -> dict[str, str]:
                 continue
             relpath = match[1]
             if ".." in PurePosixPath(relpath).parts or PurePosixPath(relpath).is_absolute():
-                raise DataIntegrityError(f"{archive}: unsafe member path {info.filename!r}")
+                raise DataIntegrityError(f"dataset {name!r}: the downloaded archive has an unsafe member "
+                                         f"path {info.filename!r}; nothing was saved.")
             target = dest / relpath
             target.parent.mkdir(parents=True, exist_ok=True)
             digest = hashlib.sha256()

@@ -5,7 +5,10 @@ from __future__ import annotations
 import copy
 import functools
 import os
+import struct
 import warnings
+import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +16,7 @@ import scipy.sparse as sp
 
 from . import bincache
 from .catalog import DATASETS
-from .errors import DataIntegrityError
+from .errors import DataIntegrityError, DataParseError
 from .files import ensure_files, files_status, resolve_cache_dir, resolve_mirror
 from .spec import DatasetSpec
 
@@ -67,9 +70,14 @@ def load_dataset(
     UnknownNameError
         ``name`` is not registered.
     DataNotAvailable
-        A file is in neither cache nor mirror and cannot be downloaded.
+        Every data fault, with a one-line message naming the dataset, the file and the problem
+        (see :mod:`~dml_bench.datasets.errors`): a file in neither cache nor mirror that cannot be
+        downloaded (missing mirror folder, no network, failed download), or a cache / mirror
+        file that cannot be read or written.
     DataIntegrityError
-        A file fails its checksum, or the parsed data has the wrong shape or class count.
+        (A ``DataNotAvailable``.) A file fails its checksum or is a corrupt stream, does not
+        parse (``DataParseError``, also a ``ValueError``), or the parsed data has the wrong shape
+        or class count.
     """
     X, y, meta = _load(DATASETS[name], *_roots(mirror, cache_dir), allow_network)
     return X, y, copy.deepcopy(meta)
@@ -136,10 +144,18 @@ _KNOWN_EXTRA = ("class_names", "image_shape", "parts")
 @functools.lru_cache(maxsize=32)
 def _load(spec: DatasetSpec, mirror: Path | None, cache_dir: Path, allow_network: bool):
     parsed, paths, source, from_binary_cache = _parse(spec, mirror, cache_dir, allow_network)
-    X = _as_float64(spec, parsed.X, paths)
-    classes, y = np.unique(np.asarray(parsed.labels), return_inverse=True)
-    finite = np.issubdtype(parsed.X.dtype, np.integer) or _all_finite(X)
-    _check_parsed(spec, X, len(classes), parsed.extra.get("image_shape"), finite, paths)
+    try:
+        X, classes, y = _checked_arrays(spec, parsed, paths)
+    except DataIntegrityError as exc:
+        if not from_binary_cache:
+            raise
+        # a stored parse that does not fit the spec: ignore it, parse the verified files again
+        warnings.warn(f"dataset {spec.name!r}: ignoring the binary cache {paths[0]} ({exc}); it is "
+                      "rebuilt from the verified files", RuntimeWarning, stacklevel=3)
+        parsed, paths, source, from_binary_cache = _parse(
+            spec, mirror, cache_dir, allow_network, use_binary_cache=False
+        )
+        X, classes, y = _checked_arrays(spec, parsed, paths)
     if spec.binary_cache and not from_binary_cache:
         try:
             bincache.save(spec, cache_dir, parsed)
@@ -170,17 +186,87 @@ def _load(spec: DatasetSpec, mirror: Path | None, cache_dir: Path, allow_network
     return X, y, meta
 
 
-def _parse(spec: DatasetSpec, mirror: Path | None, cache_dir: Path, allow_network: bool):
+def _parse(
+    spec: DatasetSpec,
+    mirror: Path | None,
+    cache_dir: Path,
+    allow_network: bool,
+    use_binary_cache: bool = True,
+):
     """``(parsed, paths, source, from_binary_cache)`` for a spec."""
-    if spec.kind != "files":
-        return spec.parser([]), [], spec.kind, False
-    if spec.binary_cache and files_status(spec, cache_dir, None) == "cached":
+    if spec.generated:
+        return spec.parser([]), [], spec.kind, False  # computed: its errors are bugs, not data faults
+    if spec.bundled:
+        return _run_parser(spec, []), [], spec.kind, False
+    if use_binary_cache and spec.binary_cache and files_status(spec, cache_dir, None) == "cached":
         # files verified into the cache earlier: their verified parse may be stored already
         hit = bincache.load(spec, cache_dir)
         if hit is not None:
             return hit[0], [hit[1]], "cache", True
     paths, source = ensure_files(spec, cache_dir, mirror, allow_network)
-    return spec.parser(paths), paths, source, False
+    return _run_parser(spec, paths), paths, source, False
+
+
+def _parse_errors() -> tuple[type[BaseException], ...]:
+    """What parsers raise on a file that is not in their format (a data fault): malformed text
+    (``ValueError``, ``UnicodeDecodeError``, pandas' ``ParserError``), unreadable or truncated
+    files (``OSError``, ``EOFError``, ``zlib.error``, ``struct.error``, ``BadZipFile``, scipy's
+    ``MatReadError``), a missing variable / group / column (``KeyError``, ``IndexError``).
+    Anything else (``TypeError``, ``AttributeError``, ...) is a bug and propagates."""
+    from scipy.io.matlab import MatReadError
+
+    return (ValueError, OSError, EOFError, KeyError, IndexError, zlib.error, struct.error,
+            zipfile.BadZipFile, MatReadError)
+
+
+def _run_parser(spec: DatasetSpec, paths: list[Path]):
+    try:
+        return spec.parser(paths)
+    except _parse_errors() as exc:
+        raise DataParseError(
+            f"dataset {spec.name!r}: cannot parse {_origin(spec, paths)}: {_describe(exc)}. "
+            + _refetch_hint(spec)
+        ) from exc
+
+
+def _describe(exc: BaseException, limit: int = 300) -> str:
+    """``Type: message`` of an exception, on one line, at most ``limit`` characters."""
+    text = " ".join(str(exc).split()).rstrip(".") or "(no message)"
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return f"{type(exc).__name__}: {text}"
+
+
+def _refetch_hint(spec: DatasetSpec) -> str:
+    if spec.bundled:
+        return "The copy bundled with the package is damaged: reinstall the package that ships it."
+    records = " (and their .sha256 records)" if any(not f.pinned for f in spec.files) else ""
+    return (
+        f"To re-fetch, delete the dataset's cached files{records} and run `dmlbench fetch "
+        f"{spec.name}`; if that fails again, the registry entry does not match the data."
+    )
+
+
+def _checked_arrays(spec: DatasetSpec, parsed, paths: list[Path]):
+    """``(X, classes, y)`` from a parse, checked against the spec (:class:`DataIntegrityError`
+    if the data cannot be converted or has the wrong shape, class count or values)."""
+    try:
+        X = _as_float64(spec, parsed.X, paths)
+    except (ValueError, TypeError) as exc:  # e.g. text in a feature column
+        raise DataIntegrityError(
+            f"dataset {spec.name!r}: the features parsed from {_origin(spec, paths)} are not "
+            f"numeric ({_describe(exc)}). {_refetch_hint(spec)}"
+        ) from exc
+    try:
+        classes, y = np.unique(np.asarray(parsed.labels), return_inverse=True)
+    except TypeError as exc:  # labels of mixed types (ints and strings) do not sort
+        raise DataIntegrityError(
+            f"dataset {spec.name!r}: the labels parsed from {_origin(spec, paths)} cannot be "
+            f"sorted ({_describe(exc)}). {_refetch_hint(spec)}"
+        ) from exc
+    finite = np.issubdtype(parsed.X.dtype, np.integer) or _all_finite(X)
+    _check_parsed(spec, X, len(classes), parsed.extra.get("image_shape"), finite, paths)
+    return X, classes, y
 
 
 def _as_float64(spec: DatasetSpec, X, paths: list[Path]):
@@ -213,9 +299,8 @@ def _check_parsed(
         problems.append("non-finite feature values")
     if problems:
         raise DataIntegrityError(
-            f"dataset {spec.name!r}: data parsed from {_origin(spec, paths)} has {'; '.join(problems)}. To "
-            f"re-fetch, delete the dataset's cached files and run `dmlbench fetch {spec.name}`; "
-            f"if that fails again, the registry entry does not match the data."
+            f"dataset {spec.name!r}: data parsed from {_origin(spec, paths)} has {'; '.join(problems)}. "
+            + _refetch_hint(spec)
         )
 
 
