@@ -42,3 +42,8 @@ bench:
 
 clean:
 	rm -rf results/quickstart results/*_quick .pytest_cache
+
+# the test suite in a fresh venv with every dependency at its pyproject.toml floor (ci/oldest.txt)
+.PHONY: test-oldest
+test-oldest:
+	PYTHON=$(PYTHON) bash ci/oldest.sh

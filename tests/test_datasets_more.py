@@ -174,12 +174,29 @@ def test_letter_labels_are_the_alphabet():
 
 
 def test_vehicle_class_names_match_the_npz():
+    """The loader's X, y and class names are the npz's. X and y are plain arrays, read without
+    pickle as the loader reads them. The npz's `class_names` is an object array pickled by numpy 2
+    (it names numpy._core), which numpy <= 1.25 cannot unpickle (numpy issue #28340): there that
+    one failure is let through and the names go uncompared (the newest-package run compares them);
+    any other error fails. The loader never unpickles: its names come from the registry spec."""
     require_mirror("vehicle")
-    with np.load(MIRROR / "vehicle/vehicle.npz", allow_pickle=True) as raw:
-        assert raw["class_names"].tolist() == list(DATASETS["vehicle"].class_names)
-        X, y, _ = load_dataset("vehicle")
+    path = MIRROR / "vehicle/vehicle.npz"
+    X, y, meta = load_dataset("vehicle")
+    names = list(DATASETS["vehicle"].class_names)
+    assert meta["class_names"] == names
+    with np.load(path, allow_pickle=False) as raw:
+        assert sorted(raw.files) == ["X", "class_names", "feature_names", "y"]
         np.testing.assert_array_equal(X, raw["X"])
         np.testing.assert_array_equal(y, raw["y"])
+    assert np.unique(y).tolist() == list(range(len(names)))  # the codes index the names
+    with np.load(path, allow_pickle=True) as raw:
+        try:
+            stored = raw["class_names"].tolist()
+        except ModuleNotFoundError as exc:  # numpy 1.x without numpy._core
+            if np.lib.NumpyVersion(np.__version__) >= "2.0.0" or "numpy._core" not in str(exc):
+                raise
+        else:
+            assert stored == names
 
 
 def test_yale_b_rows_are_upright_images():

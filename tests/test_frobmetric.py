@@ -68,7 +68,10 @@ def cvxpy_p3(X, triplets, C):
     a = X[triplets[:, 0]] - X[triplets[:, 2]]
     b = X[triplets[:, 0]] - X[triplets[:, 1]]
     margins = cp.sum(cp.multiply(a @ M, a), axis=1) - cp.sum(cp.multiply(b @ M, b), axis=1)
-    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(M) + C / m * cp.sum(cp.pos(1 - margins))))
+    # ‖M‖²_F as sum_squares(vec(M)), the same sum of squared entries: cvxpy ≤ 1.9.2 silently drops
+    # sum_squares(M) of a PSD/symmetric Variable M itself (cvxpy PR #3384), not of an expression
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(cp.vec(M, order="F"))
+                                     + C / m * cp.sum(cp.pos(1 - margins))))
     problem.solve(solver="CLARABEL")
     return problem.value, M.value
 
@@ -227,7 +230,9 @@ def cvxpy_frobenius_sdp(C, A, b, sigma, equality):
     X = cp.Variable((d, d), PSD=True)
     cons = [cp.trace(Ai @ X) == bi if eq else cp.trace(Ai @ X) <= bi
             for Ai, bi, eq in zip(A, b, equality)]
-    problem = cp.Problem(cp.Minimize(cp.trace(C @ X) + cp.sum_squares(X) / (2 * sigma)), cons)
+    # ‖X‖²_F as sum_squares(vec(X)): see cvxpy_p3 (cvxpy ≤ 1.9.2 drops sum_squares(X) of PSD X)
+    problem = cp.Problem(cp.Minimize(cp.trace(C @ X) + cp.sum_squares(cp.vec(X, order="F"))
+                                     / (2 * sigma)), cons)
     problem.solve(solver="CLARABEL")
     return problem.value, X.value
 
