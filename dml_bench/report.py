@@ -40,8 +40,11 @@ _REQUIRED = ["task_id", *_TEXT_COLUMNS, "error", "fit_time", "fit_cpu_time", "n_
 _MATCH_MARK = {True: "$\\checkmark$", False: "$\\times$"}
 COMPARISON_COLUMNS = [
     "table", "quantity", "dataset", "solver", "label", "paper_mean", "paper_std",
-    "ours_mean", "ours_std", "n", "diff", "match", "ratio", "status", "note",
+    "ours_mean", "ours_std", "n", "diff", "match", "ratio", "status", "welch_p", "significance",
+    "note",
 ]
+SIGNIFICANCE_LEVEL = 0.05
+"""Two-sided level of the Welch test of ours against the paper (:func:`welch_verdict`)."""
 
 
 class ReportError(DMLBenchError, RuntimeError):
@@ -176,6 +179,53 @@ def is_match(ours: float, paper_mean: float, paper_std: float | None) -> bool:
     return bool(abs(ours - paper_mean) <= allowed + FLOAT_SLACK)
 
 
+def welch_verdict(ours_mean: float, ours_std: float, ours_n: int, paper_mean: float,
+                  paper_std: float | None, paper_n: int | None) -> tuple[float | None, str]:
+    """Whether our mean error differs significantly from the paper's (Welch's unequal-variance t).
+
+    The match rule (|ours − paper| ≤ the paper's std) reads a 2-point gap the same whether ours is
+    better or broken; this says which side ours is on and whether the gap is larger than the two
+    split-to-split spreads explain, by ``scipy.stats.ttest_ind_from_stats`` on both means, stds
+    (sample stds, ddof = 1) and split counts.
+
+    Parameters
+    ----------
+    ours_mean, ours_std : float
+    ours_n : int
+        Our number of splits.
+    paper_mean : float
+    paper_std : float or None
+        None where the paper prints no std (a single run): not testable.
+    paper_n : int or None
+        The paper's number of splits (:attr:`PaperTable.n_splits`); None: not testable.
+
+    Returns
+    -------
+    (p, verdict)
+        The two-sided p-value (None when not testable) and ``"ours lower, p = …"`` /
+        ``"ours higher, p = …"`` at :data:`SIGNIFICANCE_LEVEL`, ``"no significant difference
+        (p = …)"``, or ``"not testable (…)"``.
+
+    References
+    ----------
+    B. L. Welch. The generalization of "Student's" problem when several different population
+    variances are involved. Biometrika 34(1/2):28–35, 1947.
+    """
+    from scipy.stats import ttest_ind_from_stats
+
+    if paper_std is None or not paper_n or paper_n < 2:
+        return None, "not testable (the paper gives no std or split count)"
+    if ours_n < 2 or pd.isna(ours_std):
+        return None, "not testable (one split of ours)"
+    p = float(ttest_ind_from_stats(ours_mean, ours_std, ours_n, paper_mean, paper_std, paper_n,
+                                   equal_var=False).pvalue)
+    if np.isnan(p):  # both stds zero
+        return None, "not testable (no spread on either side)"
+    if p < SIGNIFICANCE_LEVEL:
+        return p, f"ours {'lower' if ours_mean < paper_mean else 'higher'}, p = {p:.2g}"
+    return p, f"no significant difference (p = {p:.2g})"
+
+
 def compare_with_paper(
     summary: pd.DataFrame, table: PaperTable, config: Mapping[str, Any] | None = None
 ) -> pd.DataFrame:
@@ -201,7 +251,8 @@ def compare_with_paper(
         labels map to the same cell), columns :data:`COMPARISON_COLUMNS`. ``diff`` is
         ours − paper; for ``quantity == "error"`` ``match`` follows :func:`is_match` and
         ``ratio`` is empty, for time tables ``match`` is empty and ``ratio`` is ours / paper.
-        ``status`` is ``match`` / ``mismatch`` (error), ``compared`` (time) or ``not run``.
+        ``status`` is ``match`` / ``mismatch`` (error), ``compared`` (time) or ``not run``;
+        for errors ``welch_p`` and ``significance`` are :func:`welch_verdict`'s.
         Cells we ran that the paper lacks are left out, and so are paper rows of datasets that
         are not in the experiment (``config``'s datasets, else the summary's).
     """
@@ -216,7 +267,7 @@ def compare_with_paper(
                 "paper_mean": mean, "paper_std": std, "note": table.note_for(row, col)}
         if hits.empty:
             records.append({**base, "n": 0, "status": "not run"})
-        records += [{**base, **_ours(hit, table.quantity, mean, std)} for _, hit in hits.iterrows()]
+        records += [{**base, **_ours(hit, table, mean, std)} for _, hit in hits.iterrows()]
     return pd.DataFrame.from_records(records, columns=COMPARISON_COLUMNS)
 
 
@@ -231,13 +282,16 @@ def _paper_keys(
     }
 
 
-def _ours(hit: pd.Series, quantity: str, paper_mean: float, paper_std: float | None) -> dict:
-    ours = hit[f"{quantity}_mean"]
-    fields = {"label": hit["label"], "ours_mean": ours, "ours_std": hit[f"{quantity}_std"],
-              "n": int(hit["error_n"]), "diff": ours - paper_mean}
+def _ours(hit: pd.Series, table: PaperTable, paper_mean: float, paper_std: float | None) -> dict:
+    quantity = table.quantity
+    ours, ours_std, n = hit[f"{quantity}_mean"], hit[f"{quantity}_std"], int(hit["error_n"])
+    fields = {"label": hit["label"], "ours_mean": ours, "ours_std": ours_std, "n": n,
+              "diff": ours - paper_mean}
     if quantity == "error":
         match = is_match(ours, paper_mean, paper_std)
-        return {**fields, "match": match, "status": "match" if match else "mismatch"}
+        p, verdict = welch_verdict(ours, ours_std, n, paper_mean, paper_std, table.n_splits)
+        return {**fields, "match": match, "status": "match" if match else "mismatch",
+                "welch_p": p, "significance": verdict}
     return {**fields, "ratio": ours / paper_mean, "status": "compared"}
 
 

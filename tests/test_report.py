@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from dml_bench.report import (
     summarize,
     summary_to_latex,
     update_readme_status,
+    welch_verdict,
     write_report,
 )
 
@@ -158,6 +160,49 @@ def test_compare_with_paper(summary):
     assert iris_dml["match"] is True and iris_dml["note"] == "one split only"
     lmnn = cells.loc[("wine", "lmnn")]
     assert lmnn["status"] == "not run" and pd.isna(lmnn["ours_mean"]) and pd.isna(lmnn["match"])
+    # the Welch view needs the paper's split count: none here, 10 below
+    assert wine["significance"].startswith("not testable") and pd.isna(wine["welch_p"])
+    tested = compare_with_paper(summary, dataclasses.replace(tiny_table(), n_splits=10), CONFIG)
+    wine = tested.set_index(["dataset", "solver"]).loc[("wine", "euclidean")]
+    p, verdict = welch_verdict(wine["ours_mean"], wine["ours_std"], 3, 3.46, 3.60, 10)
+    assert (wine["welch_p"], wine["significance"]) == (p, verdict)
+    assert cells.loc[("iris", "dml_eig"), "significance"].startswith("not testable")  # no std
+
+
+def welch_by_hand(m1, s1, n1, m2, s2, n2):
+    """Welch (1947): t on the unpooled standard error, Welch–Satterthwaite degrees of freedom."""
+    from scipy.stats import t as student_t
+
+    v1, v2 = s1 ** 2 / n1, s2 ** 2 / n2
+    t = (m1 - m2) / math.sqrt(v1 + v2)
+    df = (v1 + v2) ** 2 / (v1 ** 2 / (n1 - 1) + v2 ** 2 / (n2 - 1))
+    return 2 * student_t.sf(abs(t), df)
+
+
+@pytest.mark.parametrize("ours, paper, side", [
+    ((3.27, 1.82, 10), (1.35, 1.30, 10), "higher"),  # Ying T4 wine DML-eig: ours worse
+    ((7.08, 2.0, 10), (28.46, 8.35, 10), "lower"),  # Shen 2014 T1 wine ITML: ours better
+    ((4.22, 1.95, 10), (5.11, 2.58, 10), None),  # within the spreads
+    ((2.0, 1.0, 100), (2.5, 1.0, 10), None),  # many splits of ours, the paper's 10
+])
+def test_welch_verdict_matches_the_formula(ours, paper, side):
+    p, verdict = welch_verdict(*ours, *paper)
+    assert p == pytest.approx(welch_by_hand(*ours, *paper), rel=1e-9)
+    if side:
+        assert p < 0.05 and verdict == f"ours {side}, p = {p:.2g}"
+    else:
+        assert p >= 0.05 and verdict.startswith("no significant difference")
+
+
+@pytest.mark.parametrize("ours, paper, reason", [
+    ((3.0, 1.0, 10), (3.4, None, 10), "the paper gives no std"),
+    ((3.0, 1.0, 10), (3.4, 1.0, None), "the paper gives no std or split count"),
+    ((3.0, float("nan"), 1), (3.4, 1.0, 10), "one split of ours"),
+    ((3.0, 0.0, 10), (3.0, 0.0, 10), "no spread"),
+])
+def test_welch_verdict_says_when_it_cannot_test(ours, paper, reason):
+    p, verdict = welch_verdict(*ours, *paper)
+    assert p is None and verdict.startswith("not testable") and reason in verdict
 
 
 def test_compare_time_table_gives_ratio_not_match(summary):

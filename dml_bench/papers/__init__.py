@@ -48,6 +48,9 @@ class PaperTable:
         How the paper obtained the numbers (splits, classifier, constraints, ...).
     notes : dict[str, str]
         Explanations of known differences, keyed ``"row/col"``, ``"row/*"`` or ``"*/col"``.
+    n_splits : int or None
+        How many random splits each mean with a std averages (None where the paper does not
+        say); what a significance test of our mean against the paper's needs.
     """
 
     key: str
@@ -61,6 +64,7 @@ class PaperTable:
     values: dict[str, dict[str, Cell]]
     protocol: dict[str, str] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
+    n_splits: int | None = None
 
     def cells(self) -> list[tuple[str, str, float, float | None]]:
         """The reported cells in the paper's row-major order.
@@ -172,6 +176,7 @@ def _build_table(key: str, citation: str, spec: dict[str, Any]) -> PaperTable:
         values=values,
         protocol=dict(spec.get("protocol") or {}),
         notes=dict(spec.get("notes") or {}),
+        n_splits=spec.get("n_splits"),
     )
 
 
