@@ -104,6 +104,7 @@ class Experiment:
     save_traces: bool = False
     figures: tuple = ()
     notes: dict = field(default_factory=dict)
+    protocol: tuple = ()  # the table's protocol choices, each with its basis (not in task ids)
     n_jobs: int = 1
     backend: str = "loky"
     scheduler: str | None = None
@@ -130,6 +131,7 @@ class Experiment:
                            "save_traces": self.save_traces},
             "figures": [dict(f) for f in self.figures],
             "notes": dict(self.notes),
+            "protocol": [dict(p) for p in self.protocol],
             "execution": {"n_jobs": self.n_jobs, "backend": self.backend,
                           "scheduler": self.scheduler, "timing": self.timing},
         }
@@ -140,7 +142,7 @@ class Experiment:
 _TOP = {"name": (str, ...), "description": (str, ""), "paper_table": ((str, list), None),
         "datasets": (list, ...), "split": (dict, {}), "constraints": (dict, {}),
         "solvers": (list, ...), "evaluation": (dict, {}), "execution": (dict, {}),
-        "figures": (list, []), "notes": (dict, {})}
+        "figures": (list, []), "notes": (dict, {}), "protocol": (list, [])}
 _DATASET = {"name": (str, ...), "label": (str, None), "normalize": (str, "zscore"),
             "pca": (int, None), "sqrt": (bool, False), "downscale": (int, None),
             "n_samples": (int, None), "n_splits": (int, None), "solvers": (list, None)}
@@ -156,6 +158,7 @@ _FIGURE = {"name": (str, ...), "kind": (str, ...), "x": (str, ...), "y": (str, .
            "logy": (bool, False), "title": (str, "")}
 FIGURE_KINDS = ("trace", "sweep", "bar")
 FIGURE_GROUPS = ("dataset", "label", "solver", "none")
+_PROTOCOL = {"choice": (str, ...), "ours": (str, ...), "paper": (str, None), "why": (str, None)}
 _EXECUTION = {"n_jobs": (int, 1), "backend": (str, "loky"), "scheduler": (str, None),
               "timing": (bool, False)}
 
@@ -333,12 +336,27 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
         generator=cons["generator"], generator_params=dict(cons["params"]),
         knn_k=evaluation["knn_k"], tie_break=evaluation["tie_break"],
         save_traces=evaluation["save_traces"], figures=_read_figures(r, top["figures"], evaluation),
-        notes={str(k): str(v) for k, v in top["notes"].items()}, n_jobs=execution["n_jobs"],
+        notes={str(k): str(v) for k, v in top["notes"].items()},
+        protocol=_read_protocol(r, top["protocol"]), n_jobs=execution["n_jobs"],
         backend=execution["backend"], scheduler=execution["scheduler"], timing=execution["timing"],
     )
     if check_data:
         _check_class_sizes(r, exp)
     return exp
+
+
+def _read_protocol(r: _Reader, entries: list) -> tuple:
+    """``protocol:`` entries: a choice, our value, and its basis: the paper's own words
+    (``paper``), the argument for it where the paper is silent or departed from (``why``), or
+    both. Reported beside the table (REPRODUCTION.md), not part of any task id."""
+    out = []
+    for i, entry in enumerate(entries):
+        p = r.section(entry, _PROTOCOL, f"protocol[{i}]")
+        r.check(bool(p["paper"] or p["why"]), f"protocol[{i}]",
+                "give its basis: `paper:` (the sentence it rests on) and/or `why:` (the argument "
+                "where the paper is silent)")
+        out.append({k: " ".join(v.split()) for k, v in p.items() if v})
+    return tuple(out)
 
 
 def _bare_name(entry: Any) -> Any:

@@ -39,6 +39,7 @@ def collect(results_root: Path, root: Path = Path(".")) -> list[dict]:
             entries.append(entry)
             continue
         reason = availability(target, exp)
+        entry["protocol"] = exp.protocol if exp else ()
         results_dir = results_root / (exp.name if exp else target.output or "")
         if target.function and not reason:
             _fill_function(entry, results_dir)
@@ -299,8 +300,27 @@ def _target_markdown(entry: dict, results_root: Path) -> list[str]:
                   f"{f', {len(comp) - len(ran)} not run' if len(comp) > len(ran) else ''}.", "",
                   "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(str(c).replace("|", "/") for c in row) + " |" for row in body]
+    lines += _protocol_lines(entry.get("protocol") or ())
     for fig in entry["figures"]:
         lines += ["", f"![{fig.stem}]({fig.relative_to(results_root).as_posix()})"]
+    return lines
+
+
+def _protocol_lines(protocol: tuple) -> list[str]:
+    """The table's one protocol (config ``protocol:``): each choice, ours, and its basis."""
+    if not protocol:
+        return []
+    lines = ["", "**Protocol** (one for every row of the table): each choice with the paper's "
+                 "words it rests on, or the argument where the paper is silent.", "",
+             "| choice | ours | basis |", "|---|---|---|"]
+    for p in protocol:
+        if p.get("paper"):
+            basis = f"paper: “{p['paper']}”" + (f" — {p['why']}" if p.get("why") else "")
+        else:
+            basis = f"not stated; {p['why']}"
+        # a formula's bars (|f|) as U+2223, so that they do not split the table's cells
+        lines.append("| " + " | ".join(x.replace("|", "∣") for x in
+                                       (p["choice"], p["ours"], basis)) + " |")
     return lines
 
 

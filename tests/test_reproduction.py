@@ -93,6 +93,10 @@ TINY = {"name": "tiny", "paper_table": "ying2012/table4",
         "datasets": [{"name": "wine"}, {"name": "iris"}], "split": {"n_splits": 3, "seed": 2},
         "solvers": [{"name": "euclidean"}, {"name": "dml_eig", "params": {"max_iter": 1000}}],
         "notes": {"wine/dml_eig": "a note kept in the config"},
+        "protocol": [{"choice": "splits", "ours": "3 random 70/30 splits",
+                      "paper": "we randomly split the data sets 70% for training",
+                      "why": "three, not ten, to be quick"},
+                     {"choice": "ties", "ours": "nearest", "why": "the paper is silent"}],
         "execution": {"n_jobs": 1, "backend": "sequential"}}
 
 
@@ -150,8 +154,11 @@ def test_report_all_from_results(tiny_target):
     wine_dml = ran[(ran["dataset"] == "wine") & (ran["solver"] == "dml_eig")].iloc[0]
     if wine_dml["status"] == "mismatch":
         assert "a note kept in the config" in markdown
+    assert ("| splits | 3 random 70/30 splits | paper: “we randomly split the data sets 70% for "
+            "training” — three, not ten, to be quick |") in markdown
+    assert "| ties | nearest | not stated; the paper is silent |" in markdown
     page = render_html(markdown)
-    assert page.count("<table>") == 2 and "<h3>" in page
+    assert page.count("<table>") == 3 and "<h3>" in page
 
 
 def test_report_all_cli_writes_both_files(tiny_target):
