@@ -39,7 +39,8 @@ def collect(results_root: Path, root: Path = Path(".")) -> list[dict]:
             entries.append(entry)
             continue
         reason = availability(target, exp)
-        entry["protocol"] = exp.protocol if exp else ()
+        # printed once, under the target whose runs it describes (not again under same_runs)
+        entry["protocol"] = exp.protocol if exp and not target.same_runs else ()
         results_dir = results_root / (exp.name if exp else target.output or "")
         if target.function and not reason:
             _fill_function(entry, results_dir)

@@ -430,6 +430,11 @@ def _provide_hint(name: str, fspec: FileSpec) -> str:
 # --------------------------------------------------------------------------- writing the cache
 
 
+def _cache_write_error(exc: OSError, target: Path) -> CacheWriteError:
+    """``exc``, met while writing ``target`` into the cache, as a :class:`CacheWriteError`."""
+    return CacheWriteError(exc.errno, exc.strerror or str(exc), str(target))
+
+
 class _StagedFile:
     """A binary file open for writing; its write errors are raised as :class:`CacheWriteError`
     naming ``target`` (errors reading the source stay what they are)."""
@@ -442,7 +447,7 @@ class _StagedFile:
         try:
             return self._file.write(data)
         except OSError as exc:
-            raise CacheWriteError(exc.errno, exc.strerror or str(exc), str(self._target)) from exc
+            raise _cache_write_error(exc, self._target) from exc
 
     def __enter__(self):
         return self
@@ -452,7 +457,7 @@ class _StagedFile:
             self._file.close()
         except OSError as exc:
             if exc_info[0] is None:
-                raise CacheWriteError(exc.errno, exc.strerror or str(exc), str(self._target)) from exc
+                raise _cache_write_error(exc, self._target) from exc
         return False
 
 
@@ -463,14 +468,14 @@ def _staged(target: Path):
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
     except OSError as exc:
-        raise CacheWriteError(exc.errno, exc.strerror or str(exc), str(target)) from exc
+        raise _cache_write_error(exc, target) from exc
     try:
         with _StagedFile(fd, target) as out:
             yield out
         try:
             os.replace(tmp, target)
         except OSError as exc:
-            raise CacheWriteError(exc.errno, exc.strerror or str(exc), str(target)) from exc
+            raise _cache_write_error(exc, target) from exc
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
