@@ -34,6 +34,12 @@ reproduce-all:
 reproduce-quick:
 	dmlbench reproduce --all --quick --check --n-jobs $(N_JOBS)
 
+# the precise companions (targets.yaml `precise:`): 100 splits on the sets below 2000 points,
+# with the cheap solvers each declares, into results/<name>_precise
+.PHONY: reproduce-precise
+reproduce-precise:
+	dmlbench reproduce --all --precise --n-jobs $(N_JOBS)
+
 reproduction-report:
 	dmlbench report --all --readme README.md
 

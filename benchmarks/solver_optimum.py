@@ -9,20 +9,30 @@ with cvxpy (Clarabel interior point), printing objective, rank and 3-NN test err
   gap (an upper bound on optimum − objective);
 - ``lmnn``: Eq. (14) of Weinberger & Saul (2009) over *every* (point, target, other-class point)
   triplet, the problem the default LMNN solves by impostor search (d ≤ ~10: the cvxpy problem has
-  one hinge per triplet).
+  one hinge per triplet);
+- ``dml_eig``: Eq. (3) of Ying & Li (2012), the hard minimum that DML-eig's smoothed f_μ
+  approximates, with the solver's ridge (X_S + δI, δ = ridge · tr(X_S)/d).
+
+``--param key=value`` sets a solver parameter for the fits (e.g. ``scale=unit_mean``).
 
     DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/solver_optimum.py \\
         xing configs/ying2012_table4.yaml orl_faces --cycles 1 10 100 --cvxpy
     python benchmarks/solver_optimum.py lmnn configs/shen2014_table1.yaml balance_scale --cvxpy
+    python benchmarks/solver_optimum.py dml_eig configs/ying2012_table4.yaml segment \\
+        --cycles 10 100 1000 10000 --param scale=unit_mean --cvxpy
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import yaml
 from sklearn.exceptions import ConvergenceWarning
 
 from dml_bench.config import load_config
@@ -95,7 +105,36 @@ def lmnn_cvxpy(X, y, constraints, mu=0.5) -> np.ndarray:
     return (M.value + M.value.T) / 2
 
 
-PROBLEMS = {"xing": (xing_objective, xing_cvxpy), "lmnn": (lmnn_objective, lmnn_cvxpy)}
+def _ridged_similar_sum(X, constraints, ridge=1e-2):
+    """X_S + δI with DML-eig's default relative ridge δ = ridge · tr(X_S)/d."""
+    S = X[constraints.similar[:, 0]] - X[constraints.similar[:, 1]]
+    XS = S.T @ S
+    return XS + ridge * np.trace(XS) / len(XS) * np.eye(len(XS))
+
+
+def dml_eig_objective(X, y, constraints, M) -> float:
+    """Eq. (3) at M rescaled to ⟨X_S + δI, M⟩ = 1: min_τ∈D ⟨X_τ, M⟩ / ⟨X_S + δI, M⟩."""
+    D = X[constraints.dissimilar[:, 0]] - X[constraints.dissimilar[:, 1]]
+    similar = np.sum(_ridged_similar_sum(X, constraints) * M)
+    return float(np.einsum("ij,jk,ik->i", D, M, D).min() / similar)
+
+
+def dml_eig_cvxpy(X, y, constraints) -> np.ndarray:
+    """argmax of Eq. (3), as its equivalent min ⟨X_S + δI, M⟩ s.t. ⟨X_τ, M⟩ ≥ 1 (τ ∈ D), M ⪰ 0
+    (the optimum of (3) is this M rescaled; the data are rescaled so that tr(X_S + δI) = d)."""
+    import cvxpy as cp
+
+    XS = _ridged_similar_sum(X, constraints)
+    scale = np.sqrt(np.trace(XS) / len(XS))
+    D = (X[constraints.dissimilar[:, 0]] - X[constraints.dissimilar[:, 1]]) / scale
+    M = cp.Variable((X.shape[1],) * 2, PSD=True)
+    cp.Problem(cp.Minimize(cp.trace(XS / scale**2 @ M)),
+               [cp.sum(cp.multiply(D @ M, D), axis=1) >= 1]).solve(solver="CLARABEL")
+    return (M.value + M.value.T) / 2
+
+
+PROBLEMS = {"xing": (xing_objective, xing_cvxpy), "lmnn": (lmnn_objective, lmnn_cvxpy),
+            "dml_eig": (dml_eig_objective, dml_eig_cvxpy)}
 
 
 def rank(M: np.ndarray, rtol: float = 1e-3) -> int:
@@ -112,10 +151,15 @@ def main(argv=None):
     parser.add_argument("--mu", type=float, default=0.5, help="LMNN's μ")
     parser.add_argument("--cycles", type=int, nargs="+", default=[100],
                         help="iteration caps (max_iter) to fit with")
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                        help="a solver parameter for the fits (repeatable)")
     parser.add_argument("--cvxpy", action="store_true", help="also solve the problem with cvxpy")
+    parser.add_argument("--out", help="append the rows (one per fit) to this CSV file")
     args = parser.parse_args(argv)
     objective, reference = PROBLEMS[args.solver]
     params = {"mu": args.mu} if args.solver == "lmnn" else {}
+    fit_params = dict(params, **{k: yaml.safe_load(v) for k, v in
+                                 (item.split("=", 1) for item in args.param)})
     task = next(t for t in all_tasks(load_config(args.config)) if t.dataset.label == args.dataset
                 and t.solver.name == args.solver and t.split == args.split)
     X, y, X_test, y_test, constraints, _, _ = prepare_split(task)
@@ -124,24 +168,33 @@ def main(argv=None):
         L = components_from_psd(M)
         return 100 * knn_error(X @ L.T, y, X_test @ L.T, y_test)
 
-    def describe(M):
-        return (f"objective {objective(X, y, constraints, M, **params):.4f}, rank {rank(M)}, "
-                f"3-NN error {error(M):.2f} %")
+    def describe(M, **fields) -> dict:
+        row = {"dataset": args.dataset, "split": args.split, **fields,
+               "objective": objective(X, y, constraints, M, **params), "rank": rank(M),
+               "error": error(M)}
+        print(", ".join(f"{k} {v:.6g}" if isinstance(v, float) else f"{k} {v}"
+                        for k, v in row.items()))
+        return row
 
-    print(f"{args.dataset} split {args.split}: n = {len(X)}, d = {X.shape[1]}; Euclidean 3-NN "
-          f"error {error(np.eye(X.shape[1])):.2f} %")
+    rows = [describe(np.eye(X.shape[1]), method="euclidean")]
     for cap in args.cycles:
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            model = SOLVERS[args.solver](max_iter=cap, **params).fit(X, y, constraints=constraints)
-        gap = f", gap {model.trace_['gap'][-1]:.4g}" if "gap" in model.trace_ else ""
-        print(f"{args.solver}, max_iter {cap}: {describe(model.metric_)}{gap}, "
-              f"{model.n_iter_} iterations, {time.perf_counter() - start:.1f} s")
+            model = SOLVERS[args.solver](max_iter=cap, **fit_params).fit(X, y,
+                                                                          constraints=constraints)
+        rows.append(describe(model.metric_, method=args.solver, params=json.dumps(fit_params),
+                             max_iter=cap, n_iter=model.n_iter_,
+                             gap=float(model.trace_["gap"][-1]) if "gap" in model.trace_ else None,
+                             seconds=time.perf_counter() - start))
     if args.cvxpy:
         start = time.perf_counter()
         M = reference(X, y, constraints, **params)
-        print(f"cvxpy optimum: {describe(M)}, {time.perf_counter() - start:.0f} s")
+        rows.append(describe(M, method="cvxpy optimum", seconds=time.perf_counter() - start))
+    if args.out:
+        out = Path(args.out)
+        table = pd.DataFrame(rows)
+        table.to_csv(out, mode="a", header=not out.is_file(), index=False)
 
 
 if __name__ == "__main__":

@@ -179,6 +179,9 @@ def report(results_dirs, all_targets, results_root, readme):
 @click.option("--all", "all_targets", is_flag=True, help="Every target that can run here.")
 @click.option("--quick", is_flag=True,
               help="The reduced version (targets.yaml `quick:`), into results/<name>_quick.")
+@click.option("--precise", is_flag=True,
+              help="The precise companion (targets.yaml `precise:`: 100 splits on the small "
+                   "sets, the declared cheap solvers), into results/<name>_precise.")
 @click.option("--check", "check_baseline", is_flag=True,
               help="With --quick: compare each result with results/baselines/<id>_quick.csv.")
 @click.option("-j", "--n-jobs", type=int, help="Parallel tasks (overrides the config).")
@@ -193,8 +196,8 @@ def report(results_dirs, all_targets, results_root, readme):
 @click.option("--solver", "solvers", multiple=True, metavar="LABEL",
               help="Run only this solver label of the target's config (repeatable), likewise.")
 @click.pass_obj
-def reproduce(obj, targets, all_targets, quick, check_baseline, n_jobs, force, supersede,
-              results_dir, datasets, solvers):
+def reproduce(obj, targets, all_targets, quick, precise, check_baseline, n_jobs, force,
+              supersede, results_dir, datasets, solvers):
     """Reproduce paper TARGETS (ids as `dmlbench reproduce --list`; e.g. ying2012-table4).
 
     Each target runs its config (resuming earlier runs) and writes its report; one that cannot
@@ -208,7 +211,7 @@ def reproduce(obj, targets, all_targets, quick, check_baseline, n_jobs, force, s
     registry = load_targets()
     if all_targets:
         targets = [t.id for t in registry.values() if not t.same_runs
-                   and (not quick or t.quick)]
+                   and (not quick or t.quick) and (not precise or t.precise)]
     if not targets:
         for t in registry.values():
             click.echo(f"{t.id:22s} {t.item}: {t.what}")
@@ -224,7 +227,8 @@ def reproduce(obj, targets, all_targets, quick, check_baseline, n_jobs, force, s
             record = run_target(tid, quick=quick, results_root=results_dir, mirror=obj["mirror"],
                                 cache_dir=obj["cache_dir"], n_jobs=n_jobs, force=force,
                                 progress=_progress(tid), echo=lambda m: click.echo(m, err=True),
-                                datasets=datasets, solvers=solvers, supersede=supersede)
+                                datasets=datasets, solvers=solvers, supersede=supersede,
+                                precise=precise)
         except UnknownNameError as exc:
             _fail(f"{tid}: {exc}")
         except TargetUnavailable as exc:

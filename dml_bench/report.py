@@ -45,6 +45,16 @@ COMPARISON_COLUMNS = [
 ]
 SIGNIFICANCE_LEVEL = 0.05
 """Two-sided level of the Welch test of ours against the paper (:func:`welch_verdict`)."""
+PRECISE_SUFFIX = "_precise"
+"""``results/<name>_precise``: the precise companion of ``results/<name>`` (100 splits on the
+small sets, cheap solvers; ``targets.yaml`` ``precise:``)."""
+PRECISE_LEVEL = 0.95
+"""Coverage of the t-interval of our many-split mean (:func:`t_interval`)."""
+PRECISE_COLUMNS = [
+    "precise_n", "precise_mean", "precise_std", "precise_ci_low", "precise_ci_high",
+    "paper_in_ci", "precise_welch_p", "precise_significance", "precise_note",
+]
+"""Columns :func:`add_precise_columns` adds to an error comparison."""
 
 
 class ReportError(DMLBenchError, RuntimeError):
@@ -295,6 +305,111 @@ def _ours(hit: pd.Series, table: PaperTable, paper_mean: float, paper_std: float
     return {**fields, "ratio": ours / paper_mean, "status": "compared"}
 
 
+# ------------------------------------------------------------------------ precise estimate
+
+
+def t_interval(mean: float, std: float, n: int, level: float = PRECISE_LEVEL
+               ) -> tuple[float, float]:
+    """Student's t confidence interval of a mean from ``n`` splits: mean ± t·std/√n.
+
+    ``t`` is the ``(1 + level)/2`` quantile of Student's t with ``n − 1`` degrees of freedom;
+    ``std`` is the sample std (ddof = 1). (nan, nan) below two splits.
+    """
+    from scipy.stats import t as student_t
+
+    if n < 2 or pd.isna(std) or pd.isna(mean):
+        return float("nan"), float("nan")
+    low, high = student_t.interval(level, n - 1, loc=mean, scale=std / np.sqrt(n))
+    return float(low), float(high)
+
+
+def dataset_points(name: str, n_samples: int | None = None) -> int:
+    """Points of a registry data set, or of its ``n_samples`` subset."""
+    from .datasets import DATASETS
+
+    n = DATASETS[name].n_samples
+    return min(n, n_samples) if n_samples else n
+
+
+def add_precise_columns(comparison: pd.DataFrame, table: PaperTable, config: Mapping[str, Any],
+                        precise_summary: pd.DataFrame | None,
+                        precise_config: Mapping[str, Any] | None) -> pd.DataFrame:
+    """Our many-split estimate beside every cell of an error comparison (:data:`PRECISE_COLUMNS`).
+
+    ``precise_summary`` / ``precise_config`` are those of the precise companion (same config,
+    more splits; ``precise_summary`` None: not run yet). Per cell: its split count, mean, std,
+    the :func:`t_interval` of the mean, whether the paper's mean lies in it, and Welch's t of
+    the paper's (mean, std, splits) against ours (:func:`welch_verdict`) — the paper's mean is
+    itself a 10-split average, so lying outside our narrow interval alone does not make it
+    different. A cell without an estimate says why in ``precise_note``: the data set or the
+    solver is not in the precise run (a large set; a tuned solver), or it has not run yet;
+    a cell still short of its splits says how many it has. Time tables are returned as they are.
+    """
+    if comparison.empty or not (comparison["quantity"] == "error").all():
+        return comparison
+    precise_config = precise_config or {}
+    datasets = {_display_label(d): d for d in config.get("datasets") or []}
+    precise_sets = {_display_label(d): d for d in precise_config.get("datasets") or []}
+    tuned = {_display_label(s) for s in config.get("solvers") or [] if s.get("tune")}
+    precise_solvers = {_display_label(s) for s in precise_config.get("solvers") or []}
+    default_splits = (precise_config.get("split") or {}).get("n_splits", 10)
+    found = {}
+    if precise_summary is not None and not precise_summary.empty:
+        ours = compare_with_paper(precise_summary, table, precise_config)
+        ours = ours[ours["status"] != "not run"]
+        found = {(r.dataset, r.solver, r.label): r for r in ours.itertuples(index=False)}
+    rows = []
+    for r in comparison.itertuples(index=False):
+        entry = _dataset_entry(r.dataset, datasets)
+        label = entry and _display_label(entry)
+        hit = found.get((r.dataset, r.solver, r.label))
+        if hit is None and pd.isna(r.label):  # a cell the headline did not run
+            hit = next((v for (d, s, _), v in found.items() if (d, s) == (r.dataset, r.solver)),
+                       None)
+        if hit is not None:
+            want = (precise_sets.get(label) or {}).get("n_splits") or default_splits
+            low, high = t_interval(hit.ours_mean, hit.ours_std, hit.n)
+            rows.append({
+                "precise_n": hit.n, "precise_mean": hit.ours_mean, "precise_std": hit.ours_std,
+                "precise_ci_low": low, "precise_ci_high": high,
+                "paper_in_ci": (bool(low - FLOAT_SLACK <= r.paper_mean <= high + FLOAT_SLACK)
+                                if not pd.isna(low) else None),
+                "precise_welch_p": hit.welch_p, "precise_significance": hit.significance,
+                "precise_note": f"{hit.n} of {want} splits run so far" if hit.n < want else ""})
+            continue
+        solver = r.label if isinstance(r.label, str) else r.solver
+        if label is None or label not in precise_sets:
+            size = dataset_points(entry["name"], entry.get("n_samples")) if entry else None
+            why = f"large set, n = {size}" if size else "data set not in the precise run"
+        elif solver in tuned and solver not in precise_solvers:
+            why = "tuned solver: a grid search on every split"
+        elif solver not in precise_solvers:
+            why = "solver not in the precise run"
+        else:
+            why = "precise run not run yet"
+        rows.append({"precise_n": 0, "precise_note": why})
+    extra = pd.DataFrame.from_records(rows, columns=PRECISE_COLUMNS, index=comparison.index)
+    return pd.concat([comparison.drop(columns=PRECISE_COLUMNS, errors="ignore"), extra], axis=1)
+
+
+def _dataset_entry(row_key: str, datasets: Mapping[str, Mapping]) -> Mapping | None:
+    """The config's dataset entry of a paper row key (its label, else its registry name)."""
+    if row_key in datasets:
+        return datasets[row_key]
+    return next((d for d in datasets.values() if d["name"] == row_key), None)
+
+
+def precise_of(results_dir: Path | str) -> tuple[pd.DataFrame | None, dict | None]:
+    """Summary and config of ``results_dir``'s precise companion (``<dir>_precise``), or
+    (None, None) when it holds no runs."""
+    precise_dir = Path(results_dir).parent / (Path(results_dir).name + PRECISE_SUFFIX)
+    try:
+        runs, config = read_runs(precise_dir), read_config(precise_dir)
+    except ReportError:
+        return None, None
+    return summarize(runs, config), config
+
+
 # --------------------------------------------------------------------------------------- LaTeX
 
 
@@ -422,8 +537,12 @@ def write_report(results_dir: Path | str) -> dict[str, Path]:
         "table.tex": summary_to_latex(summary, "error"),
         "table_time.tex": summary_to_latex(summary, "fit_time"),
     }
+    precise_summary, precise_config = precise_of(results_dir)
     for key in paper_table_keys(config):
         comparison = compare_with_paper(summary, load_paper_table(key), config)
+        if precise_config is not None:  # the many-split estimate beside each cell
+            comparison = add_precise_columns(comparison, load_paper_table(key), config,
+                                             precise_summary, precise_config)
         stem = "comparison_" + key.replace("/", "_")
         outputs[f"{stem}.csv"] = comparison
         outputs[f"{stem}.tex"] = comparison_to_latex(comparison)

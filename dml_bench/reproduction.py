@@ -23,6 +23,7 @@ from .config import Experiment, load_config
 from .errors import DMLBenchError
 from .results import RunStore
 from .registry import Registry
+from .report import PRECISE_SUFFIX, dataset_points
 
 TARGETS_FILE = Path(__file__).parent / "targets.yaml"
 RUN_RECORD = "reproduce.json"
@@ -51,6 +52,7 @@ class Target:
     function: str | None = None
     output: str | None = None
     params: dict = field(default_factory=dict)
+    precise: dict = field(default_factory=dict)
 
 
 def load_targets(path: Path = TARGETS_FILE) -> Registry:
@@ -73,12 +75,19 @@ def config_target(target: Target, targets: Registry) -> Target:
 
 
 def experiment_of(target: Target, targets: Registry, quick: bool = False,
-                  root: Path = Path(".")) -> Experiment | None:
-    """The (validated) experiment of a target; None for targets without a config."""
+                  root: Path = Path("."), precise: bool = False) -> Experiment | None:
+    """The (validated) experiment of a target; None for targets without a config.
+
+    ``quick``: its reduced version (:func:`quick_version`); ``precise``: its precise companion
+    (:func:`precise_version`)."""
     source = config_target(target, targets)
     if source.config is None:
         return None
     exp = load_config(root / source.config, check_data=False)
+    if quick and precise:
+        raise TargetUnavailable(f"{target.id}: choose one of the quick and the precise version")
+    if precise:
+        return precise_version(exp, source.precise)
     return quick_version(exp, source.quick) if quick else exp
 
 
@@ -93,6 +102,41 @@ def quick_version(exp: Experiment, quick: dict) -> Experiment:
     datasets = [replace(d, n_splits=min(d.n_splits or n_splits, n_splits)) for d in datasets]
     return replace(exp, name=f"{exp.name}_quick", datasets=tuple(datasets),
                    solvers=tuple(solvers), n_splits=n_splits)
+
+
+def precise_version(exp: Experiment, precise: dict) -> Experiment:
+    """``exp``'s precise companion, as ``precise`` (targets.yaml) declares it.
+
+    The same config with ``n_splits`` splits (100) on the data sets with fewer than ``max_n``
+    points (2 000; their ``n_samples`` subset counts) and only the solver labels listed in
+    ``solvers`` (explicitly: cheap, untuned ones), renamed ``<name>_precise``. The experiment's
+    ``n_splits`` is raised and a data set entry without its own ``n_splits`` keeps none, so
+    split ``i`` has the headline's seed (``splits.derive_seed(seed, data set, i)``) and splits
+    0–9 are the headline's tasks, with the same task ids.
+    """
+    if not precise:
+        raise TargetUnavailable(f"{exp.name} has no precise version (no `precise:` in "
+                                "targets.yaml)")
+    n_splits, max_n = int(precise.get("n_splits", 100)), int(precise.get("max_n", 2000))
+    labels = list(precise.get("solvers") or [])
+    unknown = sorted(set(labels) - {s.label for s in exp.solvers})
+    if not labels or unknown:
+        raise TargetUnavailable(f"{exp.name}: `precise: solvers:` must list solver labels of "
+                                f"the config; {'unknown ' + str(unknown) if unknown else 'none'}")
+    solvers = tuple(s for s in exp.solvers if s.label in labels)
+    datasets = []
+    for d in exp.datasets:
+        if dataset_points(d.name, d.n_samples) >= max_n:
+            continue
+        kept = tuple(x for x in d.solvers if x in labels) if d.solvers else None
+        if d.solvers and not kept:
+            continue
+        datasets.append(replace(d, solvers=kept or d.solvers,
+                                n_splits=None if d.n_splits is None else n_splits))
+    if not datasets:
+        raise TargetUnavailable(f"{exp.name}: no data set with fewer than {max_n} points")
+    return replace(exp, name=f"{exp.name}{PRECISE_SUFFIX}", datasets=tuple(datasets),
+                   solvers=solvers, n_splits=n_splits)
 
 
 def availability(target: Target, exp: Experiment | None, mirror=None, cache_dir=None,
@@ -127,11 +171,14 @@ def availability(target: Target, exp: Experiment | None, mirror=None, cache_dir=
 def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str = "results",
               mirror=None, cache_dir=None, n_jobs: int | None = None, force: bool = False,
               progress=None, echo=print, root: Path = Path("."), datasets=None,
-              solvers=None, supersede: bool = False) -> dict:
+              solvers=None, supersede: bool = False, precise: bool = False) -> dict:
     """Run one target and write its report; returns the run record (also ``reproduce.json``).
 
     ``datasets`` and ``solvers`` (labels) run part of the target; the report lists the tasks
-    still to run. ``supersede`` as in :func:`~dml_bench.runner.run_experiment`.
+    still to run. ``supersede`` as in :func:`~dml_bench.runner.run_experiment`. ``precise``
+    runs the target's precise companion (:func:`precise_version`) into
+    ``results/<name>_precise`` and then rewrites the headline's report, whose comparisons
+    gain its columns (:func:`~dml_bench.report.add_precise_columns`).
 
     Raises
     ------
@@ -143,7 +190,11 @@ def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str =
 
     targets = load_targets()
     target = targets[target_id]
-    exp = experiment_of(target, targets, quick, root) if not target.unsupported else None
+    if precise and (target.function or target.same_runs):
+        raise TargetUnavailable(f"{target_id} has no precise version (it runs no splits of its "
+                                "own)")
+    exp = (experiment_of(target, targets, quick, root, precise=precise)
+           if not target.unsupported else None)
     reason = availability(target, exp, mirror, cache_dir, fetch=True)
     if reason:
         raise TargetUnavailable(f"{target_id}: {reason}")
@@ -159,6 +210,7 @@ def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str =
     resumed = not force and (prior > 0 or _previous(out_dir, target_id).get("interrupted", False))
     start, wall = dt.datetime.now(dt.timezone.utc), time.perf_counter()
     record = {"target": target_id, "experiment": exp.name, "quick": quick,
+              **({"precise": True} if precise else {}),
               "started_at": start.isoformat(timespec="seconds"), "n_jobs": exp.n_jobs,
               "cpu_count": os.cpu_count(), "datasets": list(datasets) if datasets else "all",
               "solvers": list(solvers) if solvers else "all"}
@@ -176,6 +228,9 @@ def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str =
                   ran=summary.ran, done_before=summary.done_before, failed=summary.failed,
                   files=sorted(write_report(out_dir)))
     _update_record(out_dir / RUN_RECORD, target_id, record, resumed)
+    headline = Path(results_root) / exp.name.removesuffix(PRECISE_SUFFIX)
+    if precise and (headline / "runs.csv").is_file():
+        write_report(headline)  # its comparisons gain the precise columns
     return record
 
 

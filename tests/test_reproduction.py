@@ -90,7 +90,7 @@ TINY_TARGETS = {"targets": {
                    "quick": {"datasets": ["wine"], "n_splits": 3}},
 }}
 TINY = {"name": "tiny", "paper_table": "ying2012/table4",
-        "datasets": [{"name": "wine"}, {"name": "iris"}], "split": {"n_splits": 3, "seed": 2},
+        "datasets": [{"name": "wine"}, {"name": "iris"}], "split": {"n_splits": 3, "seed": 0},
         "solvers": [{"name": "euclidean"}, {"name": "dml_eig", "params": {"max_iter": 1000}}],
         "notes": {"wine/dml_eig": "a note kept in the config"},
         "protocol": [{"choice": "splits", "ours": "3 random 70/30 splits",
@@ -279,3 +279,30 @@ def test_sigterm_stops_a_cli_run_like_ctrl_c(tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM, err.decode()
     assert 2 <= len(pd.read_csv(runs)) < 40  # stopped mid-run, every written row readable
+
+
+def test_a_committed_sensitivity_sweep_shows_beside_the_cells(tiny_target):
+    """``results/<experiment>_diagnosis/*_sensitivity_*.csv`` give the range column and the
+    sentence naming the variant that matches most cells (values written here, so known)."""
+    results = tiny_target / "results"
+    reproduce("tiny-table", results_root=results, echo=lambda m: None)
+    sweep = results / "tiny_diagnosis"
+    sweep.mkdir()
+    pd.DataFrame({"dataset": ["wine"] * 3 + ["iris"], "solver": ["dml_eig"] * 4,
+                  "scale": ["none", "unit_mean", "none", "none"],
+                  "error": [1.0, 2.75, 0.5, 9.0]}).to_csv(
+        sweep / "dml_eig_sensitivity_summary.csv", index=False)
+    pd.DataFrame({"scale": ["unit_mean", "none"], "cells": [2, 2], "matched": [2, 1],
+                  "mean_abs_gap": [0.25, 1.5], "headline": [False, True]}).to_csv(
+        sweep / "dml_eig_sensitivity_protocols.csv", index=False)
+    (entry,) = collect(results)
+    (_, comparison), = entry["comparisons"]
+    wine = comparison[(comparison["dataset"] == "wine") & (comparison["label"] == "dml_eig")]
+    assert wine[["sweep_low", "sweep_high", "sweep_variants"]].values.tolist() == [[0.5, 2.75, 3]]
+    assert comparison.loc[comparison["label"] == "euclidean", "sweep_low"].isna().all()
+    markdown = render_markdown([entry], results)
+    assert "| sweep range |" in markdown
+    assert "| **0.50–2.75** |" in markdown  # the paper's 1.35 lies inside
+    assert "| 9.00–9.00 |" in markdown  # iris: paper 3.11 outside
+    assert ("the headline protocol matches 1 of 2; the single variant matching most swept cells "
+            "is scale unit_mean: 2 of 2 (mean |ours − paper| 0.25)") in markdown

@@ -49,14 +49,15 @@ class DMLEig(MetricLearner):
         Ridge δ added to ``X_S`` before its Cholesky factorisation (remark after Theorem 1).
         Relative to ``tr(X_S)/d`` when ``ridge_mode="relative"``.
     ridge_mode : {"relative", "absolute"}, default="relative"
-    scale : {"unit_mean", "none"}, default="unit_mean"
-        Only ``q/μ`` matters. ``"none"`` keeps the literal X_S sum, so q ≈ 1/|S| and μ = 1e-4
-        acts as a soft average of the dissimilar distances on large sets (nearly every pair then
-        enters the gradient). ``"unit_mean"`` rescales the whitened differences so the mean
-        ``q_τ`` is 1 at S = I/d, making μ a near-hard minimum whatever the data size. Over the
-        nine sets of Ying & Li's Table 4 (README § Protocol notes) neither wins on error (4 vs 3
-        cells within the paper's std, mean gap 1.6 vs 1.4 points), and ``"unit_mean"`` is 10–18×
-        faster on the large sets (USPS 7.5 s vs 134 s): hence the default.
+    scale : {"none", "unit_mean"}, default="none"
+        Only ``q/μ`` matters. ``"none"`` keeps X_S the plain sum of Eq. (3) (``X_S = Σ_S X_ij``),
+        the units in which §5 sets μ = 1e-4: q ≈ 1/|S|, so μ is a soft minimum on large sets.
+        ``"unit_mean"`` rescales the whitened differences so the mean ``q_τ`` is 1 at S = I/d,
+        making μ = 1e-4 a near-hard minimum, whose curvature 1/μ the Frank-Wolfe steps cannot
+        follow: on the seven smaller sets of Ying & Li's Table 4 its 10³-th iterate has a median
+        relative duality gap of 0.18 (segment) to 24 (faces), against 4e-4 (waveform) to 0.29
+        (faces) with ``"none"`` (``benchmarks/eig_sensitivity.py``). ``"unit_mean"`` is 10–18×
+        faster on large sets (fewer pairs carry weight).
     weight_threshold : float, default=1e-12
         Pairs whose softmax weight is below ``weight_threshold · max(w)`` are left out of the
         gradient; their total contribution to ``∇f_μ`` is below ``|D| · weight_threshold``
@@ -88,7 +89,7 @@ class DMLEig(MetricLearner):
     constraint_kind = "pairs"
 
     def __init__(self, mu=1e-4, tol=1e-5, max_iter=1000, stopping="gap", ridge=1e-2,
-                 ridge_mode="relative", scale="unit_mean", weight_threshold=1e-12,
+                 ridge_mode="relative", scale="none", weight_threshold=1e-12,
                  init="identity"):
         self.mu = mu
         self.tol = tol
@@ -162,7 +163,7 @@ def check_frank_wolfe_params(est) -> None:
         raise ValueError("need mu > 0, tol >= 0, max_iter >= 1 and ridge >= 0")
 
 
-def whiten(X, similar, pairs, ridge, ridge_mode="relative", scale="unit_mean"):
+def whiten(X, similar, pairs, ridge, ridge_mode, scale):
     """Whitening of the remark after Theorem 1: ``X_S + δI = L Lᵀ`` and ``z̃_p = c L⁻¹(x_a − x_b)``.
 
     Parameters
