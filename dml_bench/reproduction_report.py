@@ -77,7 +77,7 @@ def _fill(entry: dict, results_dir: Path, targets) -> None:
         entry["comparisons"].append((key, comparison))
     entry["comparisons"] = _with_precise(entry["comparisons"], target, targets, results_dir,
                                          config)
-    entry["sweeps"] = sweep_rankings(results_dir)
+    entry["sweeps"] = [] if target.same_runs else sweep_rankings(results_dir)
     entry["figures"] = [results_dir / "figures" / f"{name}.png" for name in target.figures
                         if (results_dir / "figures" / f"{name}.png").is_file()]
     record_file = results_dir / RUN_RECORD
@@ -303,7 +303,8 @@ def _timing_line(entry: dict) -> str:
         if record.get("interrupted"):
             resumed += "; the last run was interrupted"
         return (f"Wall time of `dmlbench reproduce {record['target']}`: "
-                f"{_duration(record['wall_seconds'])} ({record['n_jobs']} parallel tasks, "
+                f"{_duration(record['wall_seconds'])} ({record['n_jobs']} parallel "
+                f"task{'s' if record['n_jobs'] != 1 else ''}, "
                 f"{record['cpu_count']} cores{resumed}); {fits}.")
     return f"Run with `dmlbench run` (no wall-time record); {fits}."
 

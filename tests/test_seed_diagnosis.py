@@ -1,0 +1,72 @@
+"""``benchmarks/seed_diagnosis.py`` on scikit-learn's bundled wine (no mirror needed), one split."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.neighbors import KNeighborsClassifier
+
+from dml_bench.runner import prepare_split, run_task
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.usefixtures("tmp_cache")
+
+
+@pytest.fixture(scope="module")
+def seed_diagnosis():
+    spec = importlib.util.spec_from_file_location(
+        "seed_diagnosis", ROOT / "benchmarks" / "seed_diagnosis.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_rows_euclidean_error_and_configured_fit(seed_diagnosis):
+    exp, tasks = seed_diagnosis.tasks_for(str(ROOT / "configs" / "quickstart.yaml"), "dml_eig",
+                                          "wine", splits=1)
+    # scikit-learn breaks vote ties to the lowest class: evaluate the split with that rule
+    task = dataclasses.replace(tasks[0], tie_break="lowest")
+    rows = seed_diagnosis.diagnose(task, caps=[10, 1000], paper=seed_diagnosis.paper_cells(exp, task))
+    assert [r["cap"] for r in rows] == [10, 1000]
+    for column in ("n_iter", "converged", "objective", "final_gap", "rel_gap", "rank",
+                   "n_energy90", "error", "euclidean_error", "gain", "paper_error",
+                   "paper_euclidean", "paper_gain", "fit_time"):
+        assert all(column in r for r in rows), column
+    assert rows[0]["n_iter"] == 10
+
+    X_train, y_train, X_test, y_test, *_ = prepare_split(task)
+    knn = KNeighborsClassifier(n_neighbors=3, algorithm="brute").fit(X_train, y_train)
+    expected = 100 * np.mean(knn.predict(X_test) != y_test)
+    assert all(r["euclidean_error"] == pytest.approx(expected) for r in rows)
+    assert rows[0]["paper_euclidean"] == 3.46  # Ying & Li (2012) Table 4, wine, Euc.
+
+    # the fit at the configured cap (1000) is the runner's own fit of the task
+    ran = run_task(task)
+    assert rows[1]["error"] == pytest.approx(100 * ran["error"])
+    assert rows[1]["n_iter"] == ran["n_iter"]
+    assert rows[1]["rank"] == ran["n_nonzero_eigenvalues"]
+
+
+def test_tuned_parameters_come_from_runs_csv(seed_diagnosis, write_yaml):
+    config = write_yaml({
+        "name": "tiny", "datasets": [{"name": "wine", "normalize": "zscore"}],
+        "split": {"train_fraction": 0.7, "n_splits": 1, "seed": 0, "stratify": True},
+        "constraints": {"generator": "knn_triplets", "params": {"k": 3}},
+        "solvers": [{"name": "lmnn_eig", "params": {"max_iter": 30},
+                     "tune": {"grid": {"gamma": [0.25, 0.75]}, "cv": 3}}],
+        "evaluation": {"knn_k": 3, "tie_break": "nearest"}})
+    _, (task,) = seed_diagnosis.tasks_for(str(config), "lmnn_eig", "wine")
+    runs = pd.DataFrame([{"dataset": "wine", "split": 0, "label": "lmnn_eig", "error": 0.5,
+                          "tuned_params": '{"gamma": 0.75}', "finished_at": "2026-01-01"}])
+    (row,) = seed_diagnosis.diagnose(task, caps=[30], runs=runs)
+    assert row["tuned"] == '{"gamma": 0.75}'
+    assert row["runs_error"] == 50.0
+    ran = run_task(dataclasses.replace(task, tuned=(("gamma", 0.75),)))
+    assert row["error"] == pytest.approx(100 * ran["error"])
+    with pytest.raises(SystemExit, match="no tuned parameters"):
+        seed_diagnosis.diagnose(task, caps=[30], runs=runs.iloc[:0])
