@@ -19,7 +19,8 @@ fit writes one row with
   cap (``cap_fraction == 1`` with no ``--param`` override) reproduces when nothing changed since.
 
 Caps default to 10 %, 50 %, 100 % and 300 % of the configured ``max_iter``; for the online
-learners, which have none (MDML), ``--max-iters`` sets their number of passes, ``n_epochs``. A cap
+learners, which have none (MDML), ``--max-iters`` sets their number of passes, ``n_epochs``, and
+for ITML, whose cap counts single projections, ``max_proj`` (default: the configured one). A cap
 at or above the iterations of a fit that stopped by its own rule earlier gives the same fit, so it
 is not refitted (``reused`` names the cap whose fit it copies). ``--param key=v1,v2`` refits at
 other values of a parameter (every combination of all ``--param`` and caps), e.g. a ridge, μ or
@@ -54,8 +55,9 @@ from dml_bench.runner import Task, all_tasks, prepare_split
 from dml_bench.solvers import SOLVERS
 
 DEFAULT_FRACTIONS = (0.1, 0.5, 1.0, 3.0)
-#: the iteration-count parameter of solvers that have no ``max_iter`` (passes over the pairs)
-ITER_PARAMS = {"mdml": "n_epochs", "pola": "n_epochs"}
+#: the iteration-count parameter of solvers whose cap is not ``max_iter``: passes over the pairs
+#: (MDML, POLA), single Bregman projections (ITML; its ``max_iter`` is an optional sweep cap)
+ITER_PARAMS = {"mdml": "n_epochs", "pola": "n_epochs", "itml": "max_proj"}
 
 
 def iteration_param(solver_name: str) -> str:
@@ -180,6 +182,7 @@ def diagnose(task: Task, caps: list[int] | None = None, fractions=DEFAULT_FRACTI
                     **{f"param_{k}": v for k, v in variant.items()},
                     "iter_param": it_param, "cap": cap, "cap_fraction": cap / configured,
                     "n_iter": getattr(model, "n_iter_", np.nan),
+                    **({"n_proj": model.n_proj_} if hasattr(model, "n_proj_") else {}),
                     "converged": getattr(model, "converged_", np.nan),
                     "objective": getattr(model, "objective_", np.nan),
                     **_final_trace(getattr(model, "trace_", {})),
@@ -217,14 +220,16 @@ def main(argv=None):
     parser.add_argument("--splits", type=int, help="the first N splits (default: all)")
     parser.add_argument("--max-iters", type=int, nargs="+",
                         help="iteration caps (default: 10, 50, 100, 300 %% of the configured "
-                        "max_iter); the number of passes (n_epochs) for solvers without max_iter")
+                        "max_iter); the number of passes (n_epochs) for solvers without max_iter, "
+                        "of projections (max_proj) for ITML")
     parser.add_argument("--param", action="append", metavar="KEY=V1,V2",
                         help="refit at these parameter values (repeatable; all combinations)")
     parser.add_argument("--results", default="results", help="results root (default: results)")
     args = parser.parse_args(argv)
     exp, tasks = tasks_for(args.config, args.label, args.dataset, args.splits)
     runs = committed_runs(exp, args.results)
-    variants = [{}] + _parse_params(args.param)  # as configured first, then the overrides
+    # as configured first, then the overrides (none without --param: no second configured fit)
+    variants = [{}] + [v for v in _parse_params(args.param) if v]
     rows = []
     for task in tasks:
         start = time.perf_counter()

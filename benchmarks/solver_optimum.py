@@ -49,17 +49,27 @@ def xing_objective(X, y, constraints, M) -> float:
 
 
 def xing_cvxpy(X, y, constraints) -> np.ndarray:
-    """argmax of Eq. (1) (rows rescaled first: the optimum value is scale-free)."""
+    """argmax of Eq. (1), solved in the coordinates W = V Λ^{-1/2} that whiten X_S on its range.
+
+    Exact reparametrisation M = W M̃ Wᵀ: ⟨X_S, M⟩ = tr M̃ and d_M = d_M̃ on the pairs. Restricting
+    to the range of X_S drops the directions no pair moves along (segment's constant column and
+    linearly dependent features), where M is free and the interior point method fails.
+    """
     import cvxpy as cp
 
     S = X[constraints.similar[:, 0]] - X[constraints.similar[:, 1]]
     D = X[constraints.dissimilar[:, 0]] - X[constraints.dissimilar[:, 1]]
-    scale = np.sqrt((S * S).sum() / len(S))
-    S, D = S / scale, D / scale
-    M = cp.Variable((X.shape[1],) * 2, PSD=True)
+    w, V = np.linalg.eigh(S.T @ S)
+    keep = w > 1e-12 * w.max()
+    W = V[:, keep] / np.sqrt(w[keep])
+    off = D - D @ V[:, keep] @ V[:, keep].T  # a dissimilar pair outside the range: unbounded
+    if np.abs(off).max() > 1e-6 * np.abs(D).max():
+        raise ValueError("dissimilar differences outside the range of X_S: Eq. (1) is unbounded")
+    D = D @ W
+    M = cp.Variable((W.shape[1],) * 2, PSD=True)
     cp.Problem(cp.Maximize(cp.sum(cp.sqrt(cp.sum(cp.multiply(D @ M, D), axis=1)))),
-               [cp.trace(S.T @ S @ M) <= 1]).solve(solver="CLARABEL")
-    return (M.value + M.value.T) / 2 / scale**2
+               [cp.trace(M) <= 1]).solve(solver="CLARABEL")
+    return W @ ((M.value + M.value.T) / 2) @ W.T
 
 
 def _every_triplet(y, constraints):

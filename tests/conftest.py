@@ -82,3 +82,18 @@ def registry(monkeypatch):
     monkeypatch.setattr(loader, "DATASETS", reg)
     monkeypatch.setattr("dml_bench.datasets.lfw.DATASETS", reg)
     return reg
+
+
+@pytest.fixture(scope="module")
+def benchmark_script():
+    """Import a script of ``benchmarks/`` (not a package) by its name, e.g. ``seed_diagnosis``."""
+    import importlib.util
+
+    def load(name: str):
+        path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load

@@ -75,7 +75,9 @@ def test_table_metadata():
     assert "k = 3" in table4.protocol["classifier"]
     assert table4.note_for("wine", "lmnn") == ""  # no note: no known difference
     # the most specific key wins: row/col over */col
-    assert table4.note_for("segment", "itml").startswith("3-fold CV picks")
+    assert table4.note_for("segment", "itml").startswith("the cap, not γ")
+    assert (table4.note_for("segment", "xing") == table4.notes["segment/xing"]
+            != table4.notes["*/xing"])
     assert table4.note_for("wine", "dml_eig") == table4.notes["*/dml_eig"]
     assert all(key.count("/") == 1 for key in table4.notes)
 

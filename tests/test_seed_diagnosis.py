@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -18,12 +17,8 @@ pytestmark = pytest.mark.usefixtures("tmp_cache")
 
 
 @pytest.fixture(scope="module")
-def seed_diagnosis():
-    spec = importlib.util.spec_from_file_location(
-        "seed_diagnosis", ROOT / "benchmarks" / "seed_diagnosis.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def seed_diagnosis(benchmark_script):
+    return benchmark_script("seed_diagnosis")
 
 
 def test_rows_euclidean_error_and_configured_fit(seed_diagnosis):
@@ -70,3 +65,21 @@ def test_tuned_parameters_come_from_runs_csv(seed_diagnosis, write_yaml):
     assert row["error"] == pytest.approx(100 * ran["error"])
     with pytest.raises(SystemExit, match="no tuned parameters"):
         seed_diagnosis.diagnose(task, caps=[30], runs=runs.iloc[:0])
+
+
+def test_itml_caps_count_projections_and_no_param_fits_once(seed_diagnosis, write_yaml, tmp_path):
+    config = write_yaml({
+        "name": "tiny_itml", "datasets": [{"name": "wine", "normalize": "zscore"}],
+        "split": {"train_fraction": 0.7, "n_splits": 1, "seed": 0, "stratify": True},
+        "constraints": {"generator": "knn_triplets", "params": {"k": 3}},
+        "solvers": [{"name": "itml", "params": {"gamma": 1.0}}],
+        "evaluation": {"knn_k": 3, "tie_break": "nearest"}})
+    assert seed_diagnosis.iteration_param("itml") == "max_proj"
+    seed_diagnosis.main(["itml", str(config), "wine", "--max-iters", "100", "1000000",
+                         "--results", str(tmp_path)])
+    rows = pd.read_csv(tmp_path / "tiny_itml_diagnosis" / "itml_wine.csv")
+    assert list(rows["cap"]) == [100, 1000000]  # as configured only, once per cap
+    assert (rows["iter_param"] == "max_proj").all()
+    # the cap is checked after a sweep: one full sweep (> 100 projections) at cap 100
+    assert rows["n_iter"].iloc[0] == 1 and rows["n_proj"].iloc[0] > 100
+    assert rows["cap_fraction"].iloc[1] == 10.0  # of the configured max_proj = 10⁵
