@@ -20,10 +20,22 @@ def _fail(message: str, code: int = 2):
     sys.exit(code)
 
 
+_TERMINATED: list[int] = []  # the SIGTERM received, if any
+
+
 def _exit_on_sigterm():
     """Turn SIGTERM (``kill``, a scheduler's time limit) into ``SystemExit`` so that a long run
-    stops like on Ctrl-C: finished rows are already on disk and the wall-time record is kept."""
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    stops like on Ctrl-C: finished rows are already on disk and the wall-time record is kept.
+
+    The signal is also remembered: raised inside C code that calls back into Python (pandas'
+    CSV tokenizer), the ``SystemExit`` can surface as another exception, which
+    :class:`_OneLineErrors` then turns back into the same exit status."""
+
+    def terminate(signum, frame):
+        _TERMINATED.append(signum)
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminate)
 
 
 def _load(config_path: str, **overrides):
@@ -43,7 +55,11 @@ class _OneLineErrors(click.Group):
 
         try:
             return super().invoke(ctx)
-        except (DMLBenchError, OSError) as exc:
+        except Exception as exc:
+            if _TERMINATED and not os.environ.get("DMLBENCH_DEBUG"):
+                sys.exit(128 + _TERMINATED[0])  # an exception the SIGTERM caused mid-call
+            if not isinstance(exc, (DMLBenchError, OSError)):
+                raise
             if os.environ.get("DMLBENCH_DEBUG"):
                 raise
             if isinstance(exc, DMLBenchError):

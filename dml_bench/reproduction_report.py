@@ -99,8 +99,8 @@ def sweep_ranges(results_dir: Path) -> pd.DataFrame:
     """Range of each swept cell over a committed protocol sweep.
 
     Reads ``results/<experiment>_diagnosis/*_sensitivity_summary.csv`` (one row per data set
-    label, solver label and protocol variant, mean error in ``error``, as written by the
-    ``benchmarks/*_sensitivity.py`` scripts) and returns per (``dataset``, ``solver``) the lowest
+    label, solver label and protocol variant, mean error in ``error``, as written by
+    ``benchmarks/protocol_sweep.py``) and returns per (``dataset``, ``solver``) the lowest
     and highest mean error over the variants, their number and the file.
     """
     frames = [pd.read_csv(f).assign(file=f.as_posix())

@@ -212,3 +212,27 @@ def test_report_without_runs(tmp_path):
     result = invoke("report", tmp_path / "empty")
     assert result.exit_code == 1
     assert result.stderr.startswith("error: no runs to report")
+
+
+def test_an_exception_that_a_sigterm_caused_exits_like_the_sigterm(monkeypatch):
+    """SIGTERM raised inside C code that calls back into Python (pandas' CSV tokenizer, seen in
+    CI) can surface as a TypeError: it must still end the run with status 128 + 15, silently."""
+    import signal
+
+    import click
+
+    from dml_bench import cli
+
+    @click.group(cls=cli._OneLineErrors)
+    def group():
+        pass
+
+    @group.command()
+    def work():
+        cli._TERMINATED.append(signal.SIGTERM)
+        raise TypeError("raise: exception class must be a subclass of BaseException")
+
+    monkeypatch.setattr(cli, "_TERMINATED", [])
+    monkeypatch.delenv("DMLBENCH_DEBUG", raising=False)
+    result = CliRunner().invoke(group, ["work"])
+    assert result.exit_code == 128 + signal.SIGTERM and "Traceback" not in result.output

@@ -56,7 +56,7 @@ class DMLEig(MetricLearner):
         making μ = 1e-4 a near-hard minimum, whose curvature 1/μ the Frank-Wolfe steps cannot
         follow: on the seven smaller sets of Ying & Li's Table 4 its 10³-th iterate has a median
         relative duality gap of 0.18 (segment) to 24 (faces), against 4e-4 (waveform) to 0.29
-        (faces) with ``"none"`` (``benchmarks/eig_sensitivity.py``). ``"unit_mean"`` is 10–18×
+        (faces) with ``"none"`` (``benchmarks/protocol_sweep.py``). ``"unit_mean"`` is 10–18×
         faster on large sets (fewer pairs carry weight).
     weight_threshold : float, default=1e-12
         Pairs whose softmax weight is below ``weight_threshold · max(w)`` are left out of the
