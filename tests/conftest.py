@@ -97,3 +97,16 @@ def benchmark_script():
         return module
 
     return load
+
+
+def papers_dir() -> Path:
+    """The folder of the five papers' texts: ``DMLBENCH_PAPERS``, else ``shared/papers`` beside
+    the checkout, else ``papers`` beside the data mirror (``DMLBENCH_DATA_MIRROR``)."""
+    if os.environ.get("DMLBENCH_PAPERS"):
+        return Path(os.environ["DMLBENCH_PAPERS"])
+    beside = Path(__file__).resolve().parents[2] / "shared" / "papers"
+    mirror = os.environ.get("DMLBENCH_DATA_MIRROR")
+    if not beside.is_dir() and mirror and (Path(mirror).parent / "papers").is_dir():
+        return Path(mirror).parent / "papers"
+    return beside
+

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 
 from dml_bench.papers import list_paper_tables, load_paper_table
+from conftest import papers_dir
 from dml_bench.registry import UnknownNameError
 
-PAPERS = Path(os.environ.get("DMLBENCH_PAPERS", Path(__file__).parents[2] / "shared" / "papers"))
+PAPERS = papers_dir()
 YING2012 = PAPERS / "ying2012_dml_eig_lmnn_eig.txt"
 
 # Table 3 / §5 numbering of the data sets, and the printed column headers, as registry names

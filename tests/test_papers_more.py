@@ -9,19 +9,18 @@ stored cell, display name and protocol count equals what is printed. Extra data 
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 import yaml
 
 from dml_bench.datasets import DATASETS
 from dml_bench.papers import PAPERS_DIR, list_paper_tables, load_paper_table
+from conftest import papers_dir
 
-PAPERS = Path(os.environ.get("DMLBENCH_PAPERS", Path(__file__).parents[2] / "shared" / "papers"))
+PAPERS = papers_dir()
 TEXTS = {"shen2014": "shen2014_frobmetric_dual.txt", "shen2010": "shen2010_sdpmetric.txt",
          "kunapuli2012": "kunapuli2012_mdml_comid.txt"}
 

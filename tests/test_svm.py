@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,8 +19,10 @@ from dml_bench.evaluate import model_error
 from dml_bench.runner import plan, run_experiment, split_parts
 from dml_bench.solvers.svm import SHEN2014_GRID, SVM
 
+from conftest import papers_dir
+
 pytestmark = pytest.mark.usefixtures("tmp_cache")
-PAPER = Path(__file__).resolve().parents[2] / "shared" / "papers" / "shen2014_frobmetric_dual.txt"
+PAPER = papers_dir() / "shen2014_frobmetric_dual.txt"
 
 
 def test_predictions_equal_sklearn_svc():
