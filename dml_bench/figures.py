@@ -120,11 +120,18 @@ def plot_figure(data: pd.DataFrame, spec: Mapping[str, Any], out_dir: Path) -> l
     if spec.get("title"):
         fig.suptitle(spec["title"])
     fig.tight_layout()
-    paths = [csv]
+    return [csv, *save_figure(fig, out_dir, spec["name"]).values()]
+
+
+def save_figure(fig, out_dir: Path, name: str, key: str | None = None, **savefig_kw) -> dict:
+    """Write ``fig`` as ``<name>.png`` and ``<name>.pdf`` in ``out_dir`` (120 dpi) and close it;
+    returns ``{"<key>_png": path, "<key>_pdf": path}`` (``key`` defaults to ``name``)."""
+    import matplotlib.pyplot as plt
+
+    paths = {}
     for ext in ("png", "pdf"):
-        path = out_dir / f"{spec['name']}.{ext}"
-        fig.savefig(path, dpi=120)
-        paths.append(path)
+        paths[f"{key or name}_{ext}"] = Path(out_dir) / f"{name}.{ext}"
+        fig.savefig(paths[f"{key or name}_{ext}"], dpi=120, **savefig_kw)
     plt.close(fig)
     return paths
 

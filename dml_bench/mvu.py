@@ -22,7 +22,7 @@ one, optimality of ``K_σ`` gives ``Tr K_σ − ‖K_σ‖²_F/(2σ) ≥ Tr K* �
 
 Embeddings are the top eigenvectors of K scaled by the square roots of their eigenvalues, and are
 assessed by the co-ranking criteria ``Q_NX(K)`` and ``B_NX(K)`` of Lee & Verleysen (Figs. 7–8 of
-the paper), :func:`neighbourhood_preservation`.
+the paper), :func:`~dml_bench.embedding_quality.neighbourhood_preservation`.
 
 References
 ----------
@@ -50,6 +50,8 @@ import scipy.sparse
 
 from .constraints import _neighbours
 from .datasets.generators import make_swiss_roll
+from .embedding_quality import neighbourhood_preservation
+from .figures import save_figure
 from .solvers.frobmetric import solve_frobenius_sdp
 
 CONSTRAINT_FORMS = ("inequality", "equality")
@@ -282,74 +284,6 @@ def mvu_interior_point(X, k, solver="CLARABEL", *, n_components=2, constraints="
     return embedding_from_gram(Kv, n_components), Kv, seconds, info
 
 
-def _rank_matrix(D):
-    """``R[i, j]`` = rank of j among the other points by distance from i, in 1..n−1
-    (Lee & Verleysen's tie rule: equal distances ranked by index); ``R[i, i] = 0``."""
-    n = len(D)
-    D = np.array(D, dtype=float)
-    np.fill_diagonal(D, -np.inf)
-    order = np.argsort(D, axis=1, kind="stable")
-    R = np.empty((n, n), dtype=np.int64)
-    R[np.arange(n)[:, None], order] = np.arange(n)[None, :]
-    return R
-
-
-def _sq_distances(Z):
-    Z = np.asarray(Z, dtype=float)
-    sq = (Z * Z).sum(axis=1)
-    return np.maximum(sq[:, None] + sq[None, :] - 2 * Z @ Z.T, 0.0)
-
-
-def neighbourhood_preservation(X, Y, K_max):
-    """Co-ranking quality ``Q_NX(K)`` and behaviour ``B_NX(K)`` for K = 1..K_max (Lee & Verleysen).
-
-    With ``ρ_ij`` the rank of j among the neighbours of i in X and ``r_ij`` in Y (1..n−1, ties by
-    index), the co-ranking matrix is ``Q_kl = |{(i, j) : ρ_ij = k, r_ij = l}|`` and ::
-
-        Q_NX(K) = 1/(K n) Σ_{k ≤ K} Σ_{l ≤ K} Q_kl
-                = 1/(K n) Σ_i |N_K^X(i) ∩ N_K^Y(i)|
-        B_NX(K) = 1/(K n) ( Σ_{k, l ≤ K, l < k} Q_kl − Σ_{k, l ≤ K, l > k} Q_kl )
-
-    i.e. the mild K-intrusions (``r_ij < ρ_ij``: j came closer in the embedding) minus the mild
-    K-extrusions (``r_ij > ρ_ij``), normalised like ``Q_NX``. The sign follows the meaning both
-    Shen et al. (2014, §IV-B) and Lee & Verleysen give it: ``B_NX > 0`` is an intrusive embedding
-    (it crushes the manifold, far points become neighbours), ``B_NX < 0`` an extrusive one (it
-    tears the manifold).
-
-    Parameters
-    ----------
-    X : array-like (n, D)
-        The data.
-    Y : array-like (n, d)
-        The embedding.
-    K_max : int
-        Largest neighbourhood size (≤ n − 1).
-
-    Returns
-    -------
-    Q_nx, B_nx : ndarray (K_max,)
-        Values for K = 1..K_max.
-    """
-    X = np.asarray(X, dtype=float)
-    Y = np.asarray(Y, dtype=float)
-    n = len(X)
-    if len(Y) != n:
-        raise ValueError(f"X has {n} points, Y {len(Y)}")
-    if not 1 <= K_max <= n - 1:
-        raise ValueError(f"need 1 <= K_max <= n - 1 = {n - 1}, got {K_max}")
-    rho = _rank_matrix(_sq_distances(X))
-    r = _rank_matrix(_sq_distances(Y))
-    off = ~np.eye(n, dtype=bool)
-    rho, r = rho[off], r[off]
-    size = n  # ranks 1..n−1; index 0 unused
-    # a pair (i, j) sits in the K×K block of Q for every K ≥ max(ρ, r)
-    in_block = np.cumsum(np.bincount(np.maximum(rho, r), minlength=size))
-    intr = np.cumsum(np.bincount(rho[r < rho], minlength=size))
-    extr = np.cumsum(np.bincount(r[r > rho], minlength=size))
-    K = np.arange(1, K_max + 1)
-    return in_block[K] / (K * n), (intr[K] - extr[K]) / (K * n)
-
-
 def _baseline_embeddings(X, k, n_components):
     """Isomap and LLE (scikit-learn), the paper's other panels of Figs. 4 and 7."""
     from sklearn.manifold import Isomap, LocallyLinearEmbedding
@@ -496,10 +430,7 @@ def _plot(out_dir, embeddings, t, times, n, k, sigma, data_scale):
     scaled = "" if data_scale == 1 else f", data × {data_scale:g}"
     fig.suptitle(f"Swiss roll, n = {n}, k = {k}, σ = {sigma:g}{scaled} (Shen et al. 2014, Fig. 4)",
                  fontsize="small", y=1.04)
-    for ext in ("png", "pdf"):
-        paths[f"fig4_{ext}"] = out_dir / f"fig4_embedding.{ext}"
-        fig.savefig(paths[f"fig4_{ext}"], dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    paths.update(save_figure(fig, out_dir, "fig4_embedding", "fig4", bbox_inches="tight"))
     fig, ax = plt.subplots(figsize=(4.6, 3.4))
     for method, part in times.groupby("method", sort=False):
         ax.plot(part["n"], part["seconds"], marker="o", label=method)
@@ -509,8 +440,4 @@ def _plot(out_dir, embeddings, t, times, n, k, sigma, data_scale):
     ax.set_title("MVU time vs n (Shen et al. 2014, Fig. 10)", fontsize="small")
     ax.legend(fontsize="small")
     fig.tight_layout()
-    for ext in ("png", "pdf"):
-        paths[f"fig10_{ext}"] = out_dir / f"fig10_time.{ext}"
-        fig.savefig(paths[f"fig10_{ext}"], dpi=120)
-    plt.close(fig)
-    return paths
+    return {**paths, **save_figure(fig, out_dir, "fig10_time", "fig10")}

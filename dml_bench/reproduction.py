@@ -70,7 +70,8 @@ def load_targets(path: Path = TARGETS_FILE) -> Registry:
 
 
 def config_target(target: Target, targets: Registry) -> Target:
-    """The target whose config produces ``target``'s runs (itself, or its ``same_runs``)."""
+    """The target whose config (or ``function``) produces ``target``'s runs (itself, or its
+    ``same_runs``)."""
     return targets[target.same_runs] if target.same_runs else target
 
 
@@ -157,15 +158,27 @@ def availability(target: Target, exp: Experiment | None, mirror=None, cache_dir=
             except DataNotAvailable as exc:
                 missing.append(f"{name} ({exc})")
         elif dataset_status(name, mirror=mirror, cache_dir=cache_dir) == "network needed":
-            missing.append(f"{name} (not in the mirror or cache; `dmlbench fetch {name}`)")
+            missing.append(f"{name} (not in the mirror or cache; {_how_to_get(name)})")
     reasons = []
     if missing:
         reasons.append("data not available: " + "; ".join(missing))
     if target.unsupported:
         reasons.append("not supported yet: " + target.unsupported)
-    if exp is None and not target.unsupported and not target.function:
+    # a same_runs target without an experiment reads a function target's run
+    if exp is None and not (target.unsupported or target.function or target.same_runs):
         reasons.append("no config for this target")
     return "; ".join(reasons) or None
+
+
+def _how_to_get(name: str) -> str:
+    """``dmlbench fetch NAME``, or for files without a download source where to put them."""
+    from .datasets import DATASETS
+
+    by_hand = [f.relpath for f in DATASETS[name].files if f.url is None]
+    if not by_hand:
+        return f"`dmlbench fetch {name}`"
+    return (f"no download source: supply {', '.join(by_hand)} in the cache or a mirror folder; "
+            f"format: README, User-supplied data, or the message of `dmlbench fetch {name}`")
 
 
 def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str = "results",
@@ -195,13 +208,16 @@ def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str =
                                 "own)")
     exp = (experiment_of(target, targets, quick, root, precise=precise)
            if not target.unsupported else None)
-    reason = availability(target, exp, mirror, cache_dir, fetch=True)
+    source = config_target(target, targets)
+    reason = availability(target, exp, mirror, cache_dir, fetch=True) or (
+        availability(source, exp, mirror, cache_dir, fetch=True)
+        if source.function and source is not target else None)
     if reason:
         raise TargetUnavailable(f"{target_id}: {reason}")
-    if target.function:
+    if source.function:  # the function target's run (a same_runs target reruns its source)
         if datasets or solvers:
             raise TargetUnavailable(f"{target_id} has no datasets or solvers to choose from")
-        return _run_function(target, Path(results_root), quick)
+        return _run_function(source, Path(results_root), quick)
     if n_jobs is not None:
         exp = replace(exp, n_jobs=n_jobs)
     out_dir = Path(results_root) / exp.name

@@ -18,11 +18,13 @@ from pathlib import Path
 import pandas as pd
 
 from . import __version__
+from .claims import check_claims, claims_markdown
 from .config import ConfigError
+from .embedding_quality import CRITERIA
 from .papers import load_paper_table, paper_citation
-from .report import ReportError, compare_with_paper, read_config, read_runs, summarize
+from .report import (PRECISE_LEVEL, ReportError, add_precise_columns, compare_with_paper,
+                     precise_of, read_config, read_runs, summarize)
 from .reproduction import RUN_RECORD, availability, config_target, experiment_of, load_targets
-from .report import PRECISE_LEVEL, add_precise_columns, precise_of
 
 MD_NAME, HTML_NAME = "REPRODUCTION.md", "REPRODUCTION.html"
 
@@ -42,9 +44,10 @@ def collect(results_root: Path, root: Path = Path(".")) -> list[dict]:
         reason = availability(target, exp)
         # printed once, under the target whose runs it describes (not again under same_runs)
         entry["protocol"] = exp.protocol if exp and not target.same_runs else ()
-        results_dir = results_root / (exp.name if exp else target.output or "")
-        if target.function and not reason:
-            _fill_function(entry, results_dir)
+        source = config_target(target, targets)  # a same_runs target reads its source's run
+        results_dir = results_root / (exp.name if exp else source.output or "")
+        if source.function and not reason:
+            _fill_function(entry, results_dir, source)
             entries.append(entry)
             continue
         if reason:
@@ -143,19 +146,41 @@ def tasks_not_run(exp, done: set[str]) -> tuple[dict[str, int], list[str]]:
     return missing, no_data
 
 
-def _fill_function(entry: dict, results_dir: Path) -> None:
-    """Status, figures and record of a ``function`` target (no runs.csv, no tables)."""
+def _fill_function(entry: dict, results_dir: Path, source) -> None:
+    """Status, figures, record and tables of a ``function`` target, or of a ``same_runs`` target
+    of one (``source``, whose run it reads; no runs.csv)."""
     target = entry["target"]
     record_file = results_dir / RUN_RECORD
     if not record_file.is_file():
         entry["status"] = "not run yet"
         entry["reason"] = f"`make reproduce-{target.id}` has not been run"
         return
-    entry["status"], entry["results_dir"] = "ran", results_dir
-    entry["record"] = json.loads(record_file.read_text()).get(target.id)
+    entry["status"], entry["results_dir"], entry["function"] = "ran", results_dir, True
+    entry["record"] = json.loads(record_file.read_text()).get(source.id)
     entry["figures"] = [results_dir / f"{name}.png" for name in target.figures
                         if (results_dir / f"{name}.png").is_file()]
     entry["n_runs"], entry["fit_seconds"] = 1, entry["record"]["wall_seconds"]
+    entry["comparisons"] = function_comparisons(results_dir, target.tables)
+
+
+def function_comparisons(results_dir: Path, tables) -> list[tuple[str, pd.DataFrame]]:
+    """A function target's paper tables against its run's ``summary.csv``, cell by cell.
+
+    ``summary.csv`` holds one value per cell (a single run, no std): columns ``dataset``,
+    ``label``, ``solver`` and one column per compared quantity (e.g. ``alstd``). Every row of the
+    paper's table is listed; those the run did not compute are *not run*, with their note.
+    """
+    if not tables:
+        return []
+    summary = pd.read_csv(results_dir / "summary.csv")
+    comparisons = []
+    for key in tables:
+        table = load_paper_table(key)
+        q = table.quantity
+        ours = summary.assign(**{f"{q}_mean": summary[q], f"{q}_std": float("nan"), "error_n": 1})
+        every_row = {"datasets": [{"name": row} for row in table.row_names]}
+        comparisons.append((key, compare_with_paper(ours, table, every_row)))
+    return comparisons
 
 
 def _note(row: pd.Series, config_notes: dict) -> str:
@@ -210,6 +235,7 @@ def _fmt(mean, std=None, digits=2) -> str:
 
 def _comparison_rows(comp: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     is_error = bool((comp["quantity"] == "error").all())
+    digits = 4 if comp["quantity"].isin(CRITERIA).all() else 2  # the embedding criteria are < 1
     swept = is_error and comp.get("sweep_low", pd.Series(dtype=float)).notna().any()
     header = ["data set", "method", "paper", "ours", *(["sweep range"] if swept else []),
               "ours − paper", "match" if is_error else "ours / paper",
@@ -219,14 +245,15 @@ def _comparison_rows(comp: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
         welch = [_significance(r)] if is_error else []
         sweep = [_sweep_cell(r)] if swept else []
         if r["status"] == "not run":
-            body.append([r["dataset"], r["solver"], _fmt(r["paper_mean"], r["paper_std"]),
+            body.append([r["dataset"], r["solver"], _fmt(r["paper_mean"], r["paper_std"], digits),
                          "not run", *sweep, "", "", *([""] if is_error else []),
                          r["note"] or ""])
             continue
         flag = ("yes" if r["status"] == "match" else "**no**") if is_error else \
             f"×{r['ratio']:.2f}"
-        body.append([r["dataset"], r["label"], _fmt(r["paper_mean"], r["paper_std"]),
-                     _fmt(r["ours_mean"], r["ours_std"]), *sweep, f"{r['diff']:+.2f}", flag,
+        body.append([r["dataset"], r["label"], _fmt(r["paper_mean"], r["paper_std"], digits),
+                     _fmt(r["ours_mean"], r["ours_std"], digits), *sweep,
+                     f"{r['diff']:+.{digits}f}", flag,
                      *welch,
                      "" if r["status"] == "match" else (r["note"] or "")])
     return header, body
@@ -293,7 +320,7 @@ def _duration(seconds: float) -> str:
 
 def _timing_line(entry: dict) -> str:
     record = entry.get("record")
-    if entry["target"].function:
+    if entry.get("function"):
         return f"Wall time of `dmlbench reproduce {record['target']}`: " \
                f"{_duration(record['wall_seconds'])}."
     fits = f"fits and tuning took {_duration(entry['fit_seconds'])} of compute in total"
@@ -348,6 +375,7 @@ def render_markdown(entries: list[dict], results_root: Path) -> str:
         lines += ["", f"## {paper}", "", paper_citation(paper)]
         for entry in (e for e in entries if e["target"].paper == paper):
             lines += _target_markdown(entry, results_root)
+    lines += ["", *claims_markdown(check_claims(entries, results_root))]
     return "\n".join(lines) + "\n"
 
 
@@ -357,7 +385,7 @@ def _target_markdown(entry: dict, results_root: Path) -> list[str]:
     if entry["status"] != "ran":
         lines += ["", f"**{entry['status'].capitalize()}**: {entry['reason']}."]
     else:
-        runs = f" ({entry['n_runs']} runs)" if not t.function else ""
+        runs = f" ({entry['n_runs']} runs)" if not entry.get("function") else ""
         lines += ["", f"Results: `{entry['results_dir']}`{runs}. " + _timing_line(entry)]
         if entry.get("not_run"):
             todo = ", ".join(f"{label} ({n} tasks)" for label, n in entry["not_run"].items())

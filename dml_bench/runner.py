@@ -218,22 +218,28 @@ def _prepare_split(entry, split, seed, train_fraction, validation_fraction, stra
     return X_train, y[train], X_test, y[test], constraints, time.perf_counter() - t0, split_seed
 
 
+def fit_task_solver(task: Task, X_train, y_train, constraints):
+    """The task's solver (its params and tuned values) fitted on the training part, with the
+    fit's wall and CPU seconds; warnings are silenced (convergence is recorded in the row)."""
+    from .solvers import SOLVERS
+
+    solver = SOLVERS[task.solver.name](**{**task.solver.params, **dict(task.tuned)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wall, cpu = time.perf_counter(), time.process_time()
+        solver.fit(X_train, y_train, constraints=constraints)
+        return solver, time.perf_counter() - wall, time.process_time() - cpu
+
+
 def run_task(task: Task, blas_threads: int = BLAS_THREADS, n_jobs: int = 1,
              timing_mode: bool = False) -> dict:
     """Fit and evaluate one task; returns its ``runs.csv`` row, or an error row on failure."""
-    from .solvers import SOLVERS
-
     try:
         with threadpool_limits(limits=blas_threads):
             X_train, y_train, X_test, y_test, constraints, c_time, split_seed = prepare_split(task)
             if task.solver.tune and not task.tuned:
                 raise TuningIncomplete("the task's tune: block has not been resolved")
-            solver = SOLVERS[task.solver.name](**{**task.solver.params, **dict(task.tuned)})
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # convergence is recorded in the row instead
-                wall, cpu = time.perf_counter(), time.process_time()
-                solver.fit(X_train, y_train, constraints=constraints)
-                wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            solver, wall, cpu = fit_task_solver(task, X_train, y_train, constraints)
             error = model_error(solver, X_train, y_train, X_test, y_test, task.knn_k,
                                 task.tie_break)
             sparsity = (spectrum_counts(solver.components_) if hasattr(solver, "components_")

@@ -169,7 +169,10 @@ def test_wrong_shape_file_reaches_the_shape_check(tmp_path):
     assert message.startswith("dataset 'lfw_sift': data parsed from ")
     assert "lfw/lfw_sift_funneled.npz" in message
     assert "has shape (2, 3456), expected (13233, 3456)" in message
-    assert "delete the dataset's cached files (and their .sha256 records)" in message
+    # no download source: the message says how to supply a corrected file, not to re-fetch it
+    assert "Supply a corrected file (the SIFT descriptors of Guillaumin" in message
+    assert "delete the cached copy and its .sha256 record first" in message
+    assert "dmlbench fetch" not in message
 
 
 def test_wrong_shape_cached_csv(registry, tmp_path, cache):

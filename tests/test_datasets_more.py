@@ -126,7 +126,9 @@ MORE_EXPECTED = {
     ),
 }
 GENERATED = {"twin_peaks": (20000, 3, 11), "swiss_roll": (500, 3, 10), "waveform_generated": (5000, 21, 3)}
-ABSENT = ("usps_roweis", "lfw_sift", "dexter_train_valid", "gisette", "news20")  # not in the mirror
+USER_NPZ = ("kth_actions", "weizmann_actions", "teapot", "frey_faces")  # X, y supplied by users
+ABSENT = ("usps_roweis", "lfw_sift", "dexter_train_valid", "gisette", "news20",
+          "face_background", *USER_NPZ)  # not in the mirror
 PAPERS = {"ying2012", "shen2010", "shen2014", "kunapuli2012", "zhang2017"}
 
 
@@ -687,3 +689,22 @@ def test_waveform_class_means():
     for label, (a, b) in enumerate([(h1, h2), (h1, h3), (h2, h3)]):
         np.testing.assert_allclose(X[y == label].mean(axis=0), (a + b) / 2, atol=0.1)
     assert abs(np.bincount(y) / len(y) - 1 / 3).max() < 0.02
+
+
+@pytest.mark.parametrize("name", USER_NPZ)
+def test_user_supplied_npz_is_read_and_checked(tmp_path, name):
+    """A generated file of the documented format (numpy.savez X, y) loads from the cache; one of
+    the wrong size is refused in one line that names the file."""
+    spec = DATASETS[name]
+    rng = np.random.default_rng(0)
+    n, d, c = spec.n_samples, spec.n_features, spec.n_classes
+    y = np.arange(n) % c
+    path = tmp_path / spec.files[0].relpath
+    path.parent.mkdir(parents=True)
+    np.savez(path, X=rng.random((n, d)), y=y)
+    X, labels, _ = load_dataset(name, cache_dir=tmp_path, mirror=None, allow_network=False)
+    assert X.shape == (n, d) and len(np.unique(labels)) == c
+    np.savez(path, X=rng.random((n - 1, d)), y=y[:-1])
+    with pytest.raises(DataNotAvailable) as err:
+        load_dataset(name, cache_dir=tmp_path / "other", mirror=tmp_path, allow_network=False)
+    assert spec.files[0].relpath in str(err.value) and "\n" not in str(err.value)

@@ -40,6 +40,11 @@ def test_every_target_is_well_formed():
 
             module, name = t.function.split(":")
             assert callable(getattr(importlib.import_module(module), name)) and t.output, t.id
+            tables |= set(t.tables)
+            continue
+        if t.same_runs and targets[t.same_runs].function:  # reads a function target's run
+            assert t.config is None and not t.quick and not t.precise, t.id
+            tables |= set(t.tables)
             continue
         assert (t.config is None) != (t.same_runs is None), t.id
         if t.same_runs:
@@ -83,6 +88,23 @@ def test_unrunnable_targets_say_why(monkeypatch):
     result = CliRunner().invoke(main, ["reproduce", "ying2012-tabel4"])
     assert result.exit_code == 2 and "did you mean 'ying2012-table4'" in result.stderr.lower()
 
+
+
+@pytest.mark.parametrize("tid, dataset", [("shen2014-fig5", "teapot"),
+                                          ("shen2014-fig6", "frey_faces"),
+                                          ("shen2014-fig8", "teapot")])
+def test_image_embedding_targets_without_the_file_say_why(tmp_path, monkeypatch, tid, dataset):
+    """The MVU studies on supplied images are runnable once the file is there; without it the
+    command exits 3 with one line naming the file and its format."""
+    monkeypatch.setenv("DMLBENCH_DATA_MIRROR", str(tmp_path / "no-mirror"))
+    result = CliRunner().invoke(main, ["reproduce", tid, "--results-dir",
+                                       str(tmp_path / "results")])
+    assert result.exit_code == 3
+    line = result.stderr.strip()
+    relpath = f"{dataset}/{dataset}.npz"
+    assert "\n" not in line and line.startswith(f"{tid}: data not available: {dataset}")
+    assert relpath in line and "numpy.savez(path, X=X, y=y)" in line
+    assert "not supported" not in line and not (tmp_path / "results").exists()
 
 TINY_TARGETS = {"targets": {
     "tiny-table": {"paper": "ying2012", "item": "Table 4", "what": "a tiny stand-in",

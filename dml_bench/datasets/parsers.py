@@ -303,6 +303,50 @@ def npz_arrays(features: str = "X", labels: str = "y") -> Parser:
     return parse
 
 
+def labelled_histograms(class_sizes: dict[int, int], features: str = "X", labels: str = "y") -> Parser:
+    """A NumPy ``.npz`` of count histograms (bags of visual words) with known class sizes.
+
+    Read as :func:`npz_arrays`, then checked beyond what the loader checks (shape, class count,
+    finite values): every value of ``X`` is non-negative and ``y`` holds exactly
+    ``class_sizes[c]`` rows of each label ``c`` (no other label).
+
+    Parameters
+    ----------
+    class_sizes : dict of int to int
+        Label → number of rows with it (Shen et al. 2010's Face-Background: ``{1: 435, 0: 520}``).
+    features, labels : str
+        Names of the two arrays in the ``.npz``.
+
+    Returns
+    -------
+    parser : callable
+        Labels are returned as int64.
+    """
+    read = npz_arrays(features, labels)
+    expected = {int(c): int(n) for c, n in sorted(class_sizes.items())}
+
+    def parse(paths: list[Path]) -> Parsed:
+        parsed = read(paths)
+        (path,) = paths
+        y = np.asarray(parsed.labels)
+        if not np.issubdtype(y.dtype, np.number) or not np.isin(y, list(expected)).all():
+            found = np.unique(y)
+            raise ValueError(f"{path}: {labels} must hold only the labels {list(expected)}, found "
+                             f"{found[:5].tolist()}{' ...' if len(found) > 5 else ''}")
+        y = y.astype(np.int64)
+        counts = {c: int(np.sum(y == c)) for c in expected}
+        if counts != expected:
+            raise ValueError(f"{path}: rows per label {counts}, expected {expected}")
+        X = np.asarray(parsed.X)
+        if np.issubdtype(X.dtype, np.number) and X.size and np.nanmin(X) < 0:
+            row, col = np.argwhere(X < 0)[0]
+            raise ValueError(f"{path}: histogram counts must be non-negative, {features}[{row}, "
+                             f"{col}] = {X[row, col]}")
+        return Parsed(X, y, parsed.extra)
+
+    return parse
+
+
 def sparse_index_value(n_features: int, *, index_base: int = 0, parts: Sequence[str] | None = None) -> Parser:
     """Sparse ``index:value`` text (NIPS 2003 feature-selection challenge), labels apart.
 
