@@ -21,7 +21,7 @@ from . import __version__
 from .claims import check_claims, claims_markdown
 from .config import ConfigError
 from .embedding_quality import CRITERIA
-from .papers import load_paper_table, paper_citation
+from .papers import load_paper_table, non_result_items, paper_citation
 from .report import (PRECISE_LEVEL, ReportError, add_precise_columns, compare_with_paper,
                      precise_of, read_config, read_runs, summarize)
 from .reproduction import RUN_RECORD, availability, config_target, experiment_of, load_targets
@@ -373,6 +373,10 @@ def render_markdown(entries: list[dict], results_root: Path) -> str:
                          f"({g['diff']:+.2f} points){' — ' + g['note'] if g['note'] else ''}")
     for paper in dict.fromkeys(e["target"].paper for e in entries):
         lines += ["", f"## {paper}", "", paper_citation(paper)]
+        skipped = non_result_items(paper)
+        if skipped:
+            lines += ["", "Captioned items that report no result (no target): "
+                      + "; ".join(f"{item}, {what}" for item, what in skipped.items()) + "."]
         for entry in (e for e in entries if e["target"].paper == paper):
             lines += _target_markdown(entry, results_root)
     lines += ["", *claims_markdown(check_claims(entries, results_root))]

@@ -107,6 +107,13 @@ def paper_citation(paper: str) -> str:
     return " ".join(str(_load_paper(paper)["citation"]).split())
 
 
+def non_result_items(paper: str) -> dict[str, str]:
+    """The paper's captioned items that report no result (``not_results:``): item → what it is."""
+    paper_citation(paper)  # an unknown paper lists the valid ones
+    return {str(k): " ".join(str(v).split()) for k, v in
+            (_load_paper(paper).get("not_results") or {}).items()}
+
+
 def list_paper_tables() -> list[str]:
     """All table keys available, e.g. ``["ying2012/table4", "ying2012/table5"]``.
 
