@@ -109,15 +109,16 @@ def retrieval_precision(X, relevant, queries, top: int = 20) -> np.ndarray:
     distances = cdist(X[queries], X, "sqeuclidean")
     distances[np.arange(len(queries)), queries] = np.inf  # the query is not retrieved
     m = np.arange(1, top + 1)
-    hits = np.empty((len(queries), top))
-    for i, row in enumerate(distances):
-        order = np.argsort(row, kind="stable")
-        ranked = row[order]
-        found = np.concatenate([[0], np.cumsum(relevant[order])])  # relevant among the first j
-        # the tie group of the m-th nearest: ranks lo..hi-1 share its distance
-        lo = np.searchsorted(ranked, ranked[:top], side="left")
-        hi = np.searchsorted(ranked, ranked[:top], side="right")
-        hits[i] = found[lo] + (m - lo) * (found[hi] - found[lo]) / (hi - lo)
+    order = np.argsort(distances, axis=1, kind="stable")
+    ranked = np.take_along_axis(distances, order, axis=1)
+    # found[q, j]: relevant points among query q's j nearest
+    found = np.pad(np.cumsum(relevant[order], axis=1), ((0, 0), (1, 0)))
+    # the tie group of the m-th nearest: ranks lo..hi-1 share its distance
+    at_m = ranked[:, :top, None]
+    lo = (ranked[:, None, :] < at_m).sum(axis=2)
+    hi = (ranked[:, None, :] <= at_m).sum(axis=2)
+    f_lo, f_hi = np.take_along_axis(found, lo, axis=1), np.take_along_axis(found, hi, axis=1)
+    hits = f_lo + (m - lo) * (f_hi - f_lo) / (hi - lo)
     return (hits / m).mean(axis=0)
 
 

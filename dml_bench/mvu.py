@@ -411,26 +411,37 @@ def run_mvu_experiment(out_dir, n_values=(100, 200, 300, 500), k=6, sigma=1e5, s
     return {"times": times, **paths}
 
 
+def plot_embeddings(embeddings, colour, colour_label, title):
+    """One panel per method of ``embeddings`` (method → (Y (n, ≥2), seconds)): the 2-D
+    embedding coloured by ``colour`` (n values), the solve time in the panel's title."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(embeddings), figsize=(3.6 * len(embeddings), 3.4),
+                             squeeze=False)
+    for ax, (method, (Y, seconds)) in zip(axes[0], embeddings.items()):
+        sc = ax.scatter(Y[:, 0], Y[:, 1], c=colour, s=6, cmap="jet")
+        ax.set_title(f"{method}\n{seconds:.3g} s", fontsize="small")
+        ax.set_aspect("equal", adjustable="datalim")
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.colorbar(sc, ax=axes[0].tolist(), label=colour_label, shrink=0.8)
+    fig.suptitle(title, fontsize="small", y=1.04)
+    return fig
+
+
 def _plot(out_dir, embeddings, t, times, n, k, sigma, data_scale):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    paths = {}
-    fig, axes = plt.subplots(1, len(embeddings), figsize=(3.6 * len(embeddings), 3.4),
-                             squeeze=False)
-    for ax, (method, (Y, seconds)) in zip(axes[0], embeddings.items()):
-        sc = ax.scatter(Y[:, 0], Y[:, 1], c=t, s=6, cmap="jet")
-        ax.set_title(f"{method}\n{seconds:.2g} s", fontsize="small")
-        ax.set_aspect("equal", adjustable="datalim")
-        ax.set_xticks([])
-        ax.set_yticks([])
-    fig.colorbar(sc, ax=axes[0].tolist(), label="t", shrink=0.8)
     scaled = "" if data_scale == 1 else f", data × {data_scale:g}"
-    fig.suptitle(f"Swiss roll, n = {n}, k = {k}, σ = {sigma:g}{scaled} (Shen et al. 2014, Fig. 4)",
-                 fontsize="small", y=1.04)
-    paths.update(save_figure(fig, out_dir, "fig4_embedding", "fig4", bbox_inches="tight"))
+    fig = plot_embeddings(embeddings, t, "t", f"Swiss roll, n = {n}, k = {k}, σ = {sigma:g}"
+                                              f"{scaled} (Shen et al. 2014, Fig. 4)")
+    paths = save_figure(fig, out_dir, "fig4_embedding", "fig4", bbox_inches="tight")
     fig, ax = plt.subplots(figsize=(4.6, 3.4))
     for method, part in times.groupby("method", sort=False):
         ax.plot(part["n"], part["seconds"], marker="o", label=method)

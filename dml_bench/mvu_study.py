@@ -28,7 +28,7 @@ from .embedding_quality import (data_neighbours, embedding_criteria, neighbourho
                                 principal_spread_directions)
 from .figures import save_figure
 from .mvu import (EXPERIMENT_SOLVER_KW, _baseline_embeddings, knn_graph_edges, mvu_frobenius,
-                  mvu_interior_point, mvu_problem)
+                  mvu_interior_point, mvu_problem, plot_embeddings)
 
 #: SCS accuracy of the MVU comparator (cvxpy's default, 1e-5, would need ~3× the iterations)
 SCS_KW = {"eps_abs": 1e-3, "eps_rel": 1e-3}
@@ -219,24 +219,12 @@ def _paper_figure(stem):
 def _plot_embedding(out_dir, stem, points, summary, colour, title):
     """Figs. 5–6: each method's 2-D embedding, coloured by ``colour`` (t on the roll, the data
     set's y), its solve time in the panel's title."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     seconds = dict(zip(summary["label"], summary["seconds"]))
-    methods = list(dict.fromkeys(points["method"]))
-    fig, axes = plt.subplots(1, len(methods), figsize=(3.4 * len(methods), 3.4), squeeze=False)
-    for ax, method in zip(axes[0], methods):
-        p = points[points["method"] == method]
-        sc = ax.scatter(p["y1"], p["y2"], c=p[colour], s=6, cmap="jet")
-        ax.set_title(f"{method}\n{seconds[method]:.3g} s", fontsize="small")
-        ax.set_aspect("equal", adjustable="datalim")
-        ax.set_xticks([])
-        ax.set_yticks([])
-    fig.colorbar(sc, ax=axes[0].tolist(), label=colour, shrink=0.8)
-    fig.suptitle(f"2-D embeddings, {title} (Shen et al. 2014, {_paper_figure(stem)})",
-                 fontsize="small", y=1.04)
+    by_method = {m: p for m, p in points.groupby("method", sort=False)}
+    # one colouring for all panels: every method embeds the same points in the same order
+    embeddings = {m: (p[["y1", "y2"]].to_numpy(), seconds[m]) for m, p in by_method.items()}
+    fig = plot_embeddings(embeddings, next(iter(by_method.values()))[colour].to_numpy(), colour,
+                          f"2-D embeddings, {title} (Shen et al. 2014, {_paper_figure(stem)})")
     return save_figure(fig, out_dir, stem, stem.split("_")[0], bbox_inches="tight")
 
 
