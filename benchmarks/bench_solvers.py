@@ -18,9 +18,9 @@ import time
 import warnings
 
 import numpy as np
-import yaml
 from threadpoolctl import threadpool_limits
 
+from dml_bench.config import parse_scalar
 from dml_bench.constraints import knn_triplets
 from dml_bench.datasets import load_dataset
 from dml_bench.evaluate import knn_error
@@ -33,7 +33,7 @@ def parse_spec(spec: str) -> tuple[str, dict]:
     """``name:key=value,...`` → (name, params); values parsed as YAML scalars."""
     name, _, rest = spec.partition(":")
     params = dict(item.split("=", 1) for item in rest.split(",") if item)
-    return name, {k: yaml.safe_load(v) for k, v in params.items()}
+    return name, {k: parse_scalar(v) for k, v in params.items()}
 
 
 def main():

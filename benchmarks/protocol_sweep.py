@@ -66,7 +66,7 @@ import pandas as pd
 from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 
-from dml_bench.config import load_config
+from dml_bench.config import load_config, parse_scalar
 from dml_bench.evaluate import model_error, spectrum_counts
 from dml_bench.papers import load_paper_table
 from dml_bench.report import is_match
@@ -212,16 +212,6 @@ def protocol_ranking(summary: pd.DataFrame, sweep: str) -> pd.DataFrame:
     return ranking.sort_values(["matched", "mean_abs_gap"], ascending=[False, True])
 
 
-def _number(text: str):
-    """``text`` as an int or float where it is one (``1e-6`` too), else as given."""
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
 def merge_fits(path: Path, new: pd.DataFrame, axis_names) -> pd.DataFrame:
     """``new`` fits written into the CSV at ``path``, replacing its rows of the same data set,
     split and variant (values of ``axis_names``); returns the whole table."""
@@ -245,7 +235,7 @@ def main():
                         help="fit only the variants with this value on this axis (repeatable)")
     args = parser.parse_args()
     sweep, entry = args.sweep, SWEEPS[args.sweep]
-    restrict = {k: _number(v) for k, v in (r.split("=", 1) for r in args.restrict)}
+    restrict = {k: parse_scalar(v) for k, v in (r.split("=", 1) for r in args.restrict)}
     if not variants(sweep, restrict):
         parser.error(f"no variant has {restrict}; the axes are {axes(sweep)}")
     exp, label = load_config(entry["config"]), entry["label"]

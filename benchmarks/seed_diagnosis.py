@@ -46,10 +46,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 from threadpoolctl import threadpool_limits
 
-from dml_bench.config import load_config
+from dml_bench.config import load_config, parse_scalar
 from dml_bench.evaluate import knn_error, model_error, spectrum_counts
 from dml_bench.runner import Task, all_tasks, prepare_split
 from dml_bench.solvers import SOLVERS
@@ -202,13 +201,13 @@ def diagnose(task: Task, caps: list[int] | None = None, fractions=DEFAULT_FRACTI
 
 
 def _parse_params(items: list[str]) -> list[dict]:
-    """``["eta=0.1,1", "random_state=0,1"]`` → every combination, values parsed as YAML."""
+    """``["eta=0.1,1", "random_state=0,1"]`` → every combination (values by ``parse_scalar``)."""
     grid = {}
     for item in items or []:
         key, _, values = item.partition("=")
         if not values:
             raise SystemExit(f"--param {item!r}: expected key=value[,value...]")
-        grid[key] = [yaml.safe_load(v) for v in values.split(",")]
+        grid[key] = [parse_scalar(v) for v in values.split(",")]
     return [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())]
 
 

@@ -32,10 +32,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 from sklearn.exceptions import ConvergenceWarning
 
-from dml_bench.config import load_config
+from dml_bench.config import load_config, parse_scalar
 from dml_bench.evaluate import knn_error
 from dml_bench.runner import all_tasks, prepare_split
 from dml_bench.solvers import SOLVERS
@@ -168,7 +167,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     objective, reference = PROBLEMS[args.solver]
     params = {"mu": args.mu} if args.solver == "lmnn" else {}
-    fit_params = dict(params, **{k: yaml.safe_load(v) for k, v in
+    fit_params = dict(params, **{k: parse_scalar(v) for k, v in
                                  (item.split("=", 1) for item in args.param)})
     task = next(t for t in all_tasks(load_config(args.config)) if t.dataset.label == args.dataset
                 and t.solver.name == args.solver and t.split == args.split)

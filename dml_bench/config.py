@@ -205,6 +205,19 @@ class _Reader:
             self.fail(path, problem)
 
 
+def parse_scalar(text: str):
+    """A command-line value as a config would read it: a YAML scalar (``true``, ``0.1``, ``null``,
+    ``none`` stays a string), with ``1e-6`` a float too (YAML 1.1 reads exponents without a dot
+    as strings)."""
+    value = yaml.safe_load(text)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
 def _join(path: str, key) -> str:
     return f"{path}.{key}" if path else str(key)
 

@@ -315,3 +315,13 @@ def test_random_generators_skip_the_k_class_size_check():
     assert parse_config(cfg, source="t").generator == "random_triplets"
     with pytest.raises(ConfigError, match="needs more than k training points"):
         parse_config(edited(datasets=[{"name": "iris", "n_samples": 9}]), source="t")
+
+
+@pytest.mark.parametrize("text, value", [
+    ("1e-6", 1e-6), ("1.0e-4", 1e-4), ("0.01", 0.01), ("1000", 1000), ("true", True),
+    ("none", "none"), ("unit_mean", "unit_mean"), ("null", None)])
+def test_parse_scalar_reads_exponents_without_a_dot_as_numbers(text, value):
+    from dml_bench.config import parse_scalar
+
+    parsed = parse_scalar(text)
+    assert parsed == value and type(parsed) is type(value)

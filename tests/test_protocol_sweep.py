@@ -22,8 +22,8 @@ def test_variant_grid_and_restriction(sweep):
     assert sweep.headline(DML_EIG) in sweep.variants(DML_EIG)
     assert sweep.headline(DML_EIG) == {"stopping": "gap", "scale": "none", "ridge": 1e-2,
                                        "normalize": "config", "max_iter": 1000}
-    assert sweep._number("1e-6") == 1e-6 and sweep._number("100") == 100
-    assert sweep._number("none") == "none"
+    assert sweep.parse_scalar("1e-6") == 1e-6 and sweep.parse_scalar("100") == 100
+    assert sweep.parse_scalar("none") == "none"
 
 
 def test_every_sweep_names_its_configs_label(sweep):
