@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dml_bench.solvers.eigen_update import _secular_roots, rank_one_eigh_update
+from dml_bench.solvers.eigen_update import _BISECT_AFTER, _secular_roots, rank_one_eigh_update
 
 
 def random_orthogonal(rng, d):
@@ -36,9 +36,9 @@ def test_random_symmetric_matrices(d, alpha):
     check_update(lam, random_orthogonal(rng, d), alpha, rng.normal(size=d))
 
 
-def test_large_dimension_uses_the_active_set_path():
+def test_large_dimension():
     rng = np.random.default_rng(7)
-    d = 300  # > 64: the secular iteration works on the not yet converged rows only
+    d = 300
     lam = np.sort(rng.exponential(size=d))
     check_update(lam, random_orthogonal(rng, d), 0.7, rng.normal(size=d))
     check_update(lam, random_orthogonal(rng, d), -0.7, rng.normal(size=d))
@@ -118,7 +118,7 @@ def test_secular_roots_interlace_and_solve_the_equation(seed):
     k = 25
     delta = np.sort(rng.normal(size=k))
     w = rng.exponential(size=k) * 10.0 ** rng.uniform(-6, 1, size=k)
-    origin, tau = _secular_roots(delta, w)
+    origin, tau = _secular_roots(delta, w, _BISECT_AFTER)
     roots = delta[origin] + tau
     assert np.all(roots[:-1] > delta[:-1]) and np.all(roots[:-1] < delta[1:])
     assert delta[-1] < roots[-1] <= delta[-1] + w.sum()
@@ -132,18 +132,14 @@ def test_secular_roots_interlace_and_solve_the_equation(seed):
                                rtol=0, atol=1e-12 * np.abs(delta).max())
 
 
-@pytest.mark.parametrize("k", [25, 80])  # dense and active-set paths
-def test_secular_roots_fall_back_to_bisection(monkeypatch, k):
-    """Past ``_BISECT_AFTER`` iterations every step bisects (a slow case once hit that branch
-    with a Python bool in place of an array); with bisection from the first step the roots
-    are still the eigenvalues of diag(δ) + √w √wᵀ."""
-    from dml_bench.solvers import eigen_update
-
-    monkeypatch.setattr(eigen_update, "_BISECT_AFTER", 0)
+@pytest.mark.parametrize("k", [25, 80])
+def test_secular_roots_fall_back_to_bisection(k):
+    """Past ``bisect_after`` iterations every step bisects; with bisection from the first step
+    the roots are still the eigenvalues of diag(δ) + √w √wᵀ."""
     rng = np.random.default_rng(3)
     delta = np.sort(rng.normal(size=k))
     w = rng.exponential(size=k)
-    origin, tau = _secular_roots(delta, w)
+    origin, tau = _secular_roots(delta, w, 0)
     s = np.sqrt(w)
     np.testing.assert_allclose(delta[origin] + tau,
                                np.linalg.eigvalsh(np.diag(delta) + np.outer(s, s)),

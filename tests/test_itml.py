@@ -162,6 +162,44 @@ def test_rank_one_update_equals_sherman_morrison_projection():
     assert xi == pytest.approx(1 / (1 / u - alpha / gamma))
 
 
+def algorithm1_reference(X, c, u, l, gamma, n_sweeps):
+    """Algorithm 1 of the paper written out with dense numpy (ItmlAlg.m's α and ξ constants).
+
+    Per constraint: p = vᵀAv, α = min(λ, δ γ/(γ+1) (1/p − 1/ξ)), β = δα/(1 − δαp),
+    1/ξ ← 1/ξ + δα/γ, λ ← λ − α, A ← A + β A v vᵀ A. Returns (A, ξ, λ, number of clipped α = λ).
+    """
+    D = np.vstack([diffs(X, c.similar), diffs(X, c.dissimilar)])
+    delta = np.r_[np.ones(len(c.similar)), -np.ones(len(c.dissimilar))]
+    xi = np.where(delta > 0, u, l).astype(float)
+    lam, A, n_clipped = np.zeros(len(D)), np.eye(X.shape[1]), 0
+    g = 1.0 if np.isinf(gamma) else gamma / (gamma + 1)
+    for _ in range(n_sweeps):
+        for k, (v, dk) in enumerate(zip(D, delta)):
+            p = v @ A @ v
+            step = dk * g * (1 / p - 1 / xi[k])
+            alpha = min(lam[k], step)
+            n_clipped += bool(lam[k] < step)
+            beta = dk * alpha / (1 - dk * alpha * p)
+            if np.isfinite(gamma):
+                xi[k] = 1 / (1 / xi[k] + dk * alpha / gamma)
+            lam[k] -= alpha
+            A = A + beta * A @ np.outer(v, v) @ A
+    return A, xi, lam, n_clipped
+
+
+@pytest.mark.parametrize("gamma", [1.0, 0.3, np.inf])
+def test_compiled_sweeps_equal_the_algorithm1_reference(gamma):
+    X, c = tiny_problem(10, d=5, n=20, n_similar=15, n_dissimilar=20)
+    u, l = squared_distance_bounds(X)
+    model = fit(X, c, gamma=gamma, bounds=(u, l), tol=0, max_iter=6)
+    assert model.n_iter_ == 6
+    A, xi, lam, n_clipped = algorithm1_reference(X, c, u, l, gamma, 6)
+    assert n_clipped > 0  # the clipping α = λ (a dual returning to 0) is exercised
+    np.testing.assert_allclose(model.metric_, A, rtol=1e-11, atol=1e-12 * np.abs(A).max())
+    np.testing.assert_allclose(model.slack_, xi, rtol=1e-11)
+    np.testing.assert_allclose(model.dual_, lam, rtol=1e-11, atol=1e-12 * np.abs(lam).max())
+
+
 def test_random_pairs_follow_the_authors_sampling():
     rng = np.random.default_rng(0)
     X = np.vstack([rng.normal(0, 1, (15, 3)), rng.normal(3, 1, (15, 3)), rng.normal(-3, 1, (15, 3))])

@@ -68,7 +68,7 @@ def test_frobenius_step_is_the_trace_norm_prox(seed):
     Q, _ = np.linalg.qr(rng.normal(size=(d, d)))
     u = rng.normal(size=d)
     coef, thr = 0.4 * (-1) ** seed, 0.25  # η_t α_t and η_t ρ
-    new_lam, new_V = comid_step(lam, Q, coef, u, thr)
+    new_lam, new_V = comid_step(lam, Q, coef, Q.T @ u, thr)
     M_next = (new_V * new_lam) @ new_V.T
     Y = (Q * lam) @ Q.T - coef * np.outer(u, u)
     M = cp.Variable((d, d), PSD=True)

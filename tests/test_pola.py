@@ -12,7 +12,8 @@ import pytest
 from dml_bench.constraints import Constraints, knn_pairs
 from dml_bench.evaluate import knn_error, model_error
 from dml_bench.preprocess import Preprocessing
-from dml_bench.solvers.pola import POLA, PolaState
+from dml_bench.solvers.pola import (POLA, _pola_pass, halfspace_projection, pola_round,
+                                    pola_state, psd_projection)
 from dml_bench.splits import derive_seed, split_indices
 from problems import diffs, random_pair_problem
 
@@ -68,9 +69,9 @@ def test_halfspace_step_is_the_projection_cvxpy_finds(seed, y):
     d = 4
     A, b = random_psd(rng, d), 1.0 + rng.random()
     v = violated_example(rng, d, y, A, b)
-    state = PolaState(d, A, b)
-    loss = state.halfspace_projection(v, y)
-    A_hat, b_hat = state.matrix(), state.b
+    A_hat, state = pola_state(A, b)
+    loss = halfspace_projection(A_hat, state, v, y)
+    b_hat = state["b"][0]
     assert loss == pytest.approx(hinge(A, b, v, y), rel=1e-12) and loss > 0
     # after the step the example sits exactly on the margin: y (d² − b̂) = −1
     assert y * (v @ A_hat @ v - b_hat) == pytest.approx(-1.0, abs=1e-10)
@@ -90,10 +91,10 @@ def test_halfspace_step_leaves_a_satisfied_example_alone():
     rng = np.random.default_rng(4)
     A, b = random_psd(rng, 3), 2.0
     v = 1e-3 * rng.normal(size=3)  # d² ≈ 0 ≤ b − 1: a similar pair with zero loss
-    state = PolaState(3, A, b)
-    assert state.round(v, 1.0) == 0.0
-    np.testing.assert_allclose(state.matrix(), A, atol=1e-15)
-    assert state.b == b and state.n_updates == 0 and state.n_eig == 0
+    A_new, state = pola_state(A, b)
+    assert pola_round(A_new, state, v, 1.0) == 0.0
+    np.testing.assert_allclose(A_new, A, atol=1e-15)
+    assert state["b"][0] == b and state["n_updates"][0] == 0 and state["n_eig"][0] == 0
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -102,14 +103,13 @@ def test_psd_step_is_the_nearest_psd_matrix_cvxpy_finds(seed):
     d = 5
     A, b = random_psd(rng, d, rank=3), 1.0  # singular: a down-date leaves the cone
     v = violated_example(rng, d, 1.0, A, b)
-    state = PolaState(d, A, b)
-    state.halfspace_projection(v, 1.0)
-    A_hat = state.matrix()
+    P, state = pola_state(A, b)
+    halfspace_projection(P, state, v, 1.0)
+    A_hat = P.copy()
     lam = np.linalg.eigvalsh(A_hat)
     assert lam[0] < -1e-8 and lam[1] >= -1e-10  # interlacing: exactly one negative eigenvalue
-    state.psd_projection(1.0)
-    P = state.matrix()
-    assert state.n_eig == 1 and state.n_proj == 1
+    psd_projection(P, state, 1.0)
+    assert state["n_eig"][0] == 1 and state["n_proj"][0] == 1
     Pv = cp.Variable((d, d), PSD=True)
     prob = cp.Problem(cp.Minimize(cp.sum_squares(Pv - A_hat)))
     prob.solve(solver="CLARABEL")
@@ -131,57 +131,57 @@ def test_dissimilar_step_needs_no_eigensolve_and_clips_b():
     d = 4
     A = random_psd(rng, d, rank=2)
     v = 0.1 * rng.normal(size=d)
-    state = PolaState(d, A, 1.0)  # ℓ = 2 − d² > 0 and b̂ = 1 − α < 1
-    loss = state.round(v, -1.0)
+    A_new, state = pola_state(A, 1.0)  # ℓ = 2 − d² > 0 and b̂ = 1 − α < 1
+    loss = pola_round(A_new, state, v, -1.0)
     alpha = loss / (np.sum(v ** 2) ** 2 + 1)
-    assert state.n_eig == 0 and state.b == 1.0
-    np.testing.assert_allclose(state.matrix(), A + alpha * np.outer(v, v), atol=1e-14)
+    assert state["n_eig"][0] == 0 and state["b"][0] == 1.0
+    np.testing.assert_allclose(A_new, A + alpha * np.outer(v, v), atol=1e-14)
 
 
 def test_every_round_satisfies_the_projection_conditions():
-    """A stream through PolaState, each round checked against the paper's two projections."""
+    """A stream of rounds, each checked against the paper's two projections."""
     rng = np.random.default_rng(6)
     d, T = 6, 400
-    state = PolaState(d)
+    A_new, state = pola_state(np.zeros((d, d)))
     V = rng.normal(size=(T, d)) * rng.choice([0.3, 1.0, 2.0], size=(T, 1))
     Y = rng.choice([-1.0, 1.0], size=T)
     skipped = 0
     for v, y in zip(V, Y):
-        A, b = state.matrix(), state.b
-        n_eig = state.n_eig
-        loss = state.halfspace_projection(v, y)
+        A, b = A_new.copy(), state["b"][0]
+        n_eig = state["n_eig"][0]
+        loss = halfspace_projection(A_new, state, v, y)
         assert loss == pytest.approx(hinge(A, b, v, y), rel=1e-10, abs=1e-12)
-        A_hat, b_hat = state.matrix(), state.b
+        A_hat, b_hat = A_new.copy(), state["b"][0]
         if loss > 0:
             alpha = loss / (np.sum(v ** 2) ** 2 + 1)
             np.testing.assert_allclose(A_hat, A - y * alpha * np.outer(v, v), atol=1e-12)
             assert y * (v @ A_hat @ v - b_hat) == pytest.approx(-1.0, abs=1e-9)
-            state.psd_projection(y)
+            psd_projection(A_new, state, y)
             lam_hat = np.linalg.eigvalsh(A_hat)
             assert lam_hat[1] >= -1e-9 * max(1, np.abs(lam_hat).max())  # ≤ 1 negative
-            if state.n_eig == n_eig:  # no eigensolve: y = −1, or the λ_min bound proved Â ⪰ 0
+            if state["n_eig"][0] == n_eig:  # no eigensolve: y = −1, or the bound proved Â ⪰ 0
                 skipped += y > 0
                 assert lam_hat[0] >= -1e-9 * max(1, np.abs(lam_hat).max())  # skip was safe
         else:
             np.testing.assert_array_equal(A_hat, A)
-        A_new = state.matrix()
         np.testing.assert_allclose(A_new, eigh_clip(A_hat),
                                    atol=1e-10 * max(1, np.abs(A_hat).max()))
-        assert state.b == max(b_hat, 1.0) and state.b >= 1.0
+        assert state["b"][0] == max(b_hat, 1.0) and state["b"][0] >= 1.0
         assert np.linalg.eigvalsh(A_new)[0] >= -1e-10 * max(1, np.abs(A_new).max())
-    assert state.n_proj > 0 and skipped >= 1  # both paths of a similar pair were taken
+    assert state["n_proj"][0] > 0 and skipped >= 1  # both paths of a similar pair were taken
 
 
 def test_similar_step_skips_the_eigensolve_when_the_bound_proves_psd():
     d = 3
-    state = PolaState(d, 2.0 * np.eye(d), 1.0)  # λ_min(A) = 2
+    A, state = pola_state(2.0 * np.eye(d), 1.0)  # λ_min(A) = 2
     v = np.sqrt(1.5 / d) * np.ones(d)  # ‖v‖² = 1.5, d_A² = 3: ℓ = 3, α‖v‖² = 3·1.5/3.25 < 2
-    loss = state.round(v, 1.0)
+    loss = pola_round(A, state, v, 1.0)
     alpha = loss / (1.5 ** 2 + 1)
     A_hat = 2.0 * np.eye(d) - alpha * np.outer(v, v)
-    assert loss == pytest.approx(3.0) and state.n_eig == 0 and state.n_proj == 0
-    np.testing.assert_allclose(state.matrix(), A_hat, atol=1e-14)
-    assert np.linalg.eigvalsh(A_hat)[0] == pytest.approx(state.lam_lb) and state.lam_lb > 0
+    assert loss == pytest.approx(3.0) and state["n_eig"][0] == 0 and state["n_proj"][0] == 0
+    np.testing.assert_allclose(A, A_hat, atol=1e-14)
+    lam_lb = state["lam_lb"][0]
+    assert np.linalg.eigvalsh(A_hat)[0] == pytest.approx(lam_lb) and lam_lb > 0
 
 
 def test_fit_matches_the_literal_algorithm():
@@ -195,6 +195,35 @@ def test_fit_matches_the_literal_algorithm():
     assert model.n_mistakes_ == mistakes and model.n_iter_ == 3 * 80
     np.testing.assert_allclose(model.components_.T @ model.components_, model.metric_,
                                atol=1e-12 * scale)
+
+
+def test_compiled_pass_equals_the_paper_equations():
+    """The compiled pass over a stream against the paper's equations written out in numpy:
+    ℓ_τ, the closed-form half-space projection and the PSD projection by a full eigh."""
+    rng = np.random.default_rng(12)
+    d, T = 7, 600
+    D = rng.normal(size=(T, d)) * rng.choice([0.3, 1.0, 2.0], size=(T, 1))
+    Y = rng.choice([-1.0, 1.0], size=T)
+    A_ref, b_ref, total, squares, mistakes, updates = np.zeros((d, d)), 1.0, 0.0, 0.0, 0, 0
+    for v, y in zip(D, Y):
+        mistakes += y * (b_ref - v @ A_ref @ v) <= 0
+        loss = hinge(A_ref, b_ref, v, y)
+        if loss > 0:
+            alpha = loss / (np.sum(np.outer(v, v) ** 2) + 1)  # ℓ_τ / ‖X_τ‖²
+            A_ref = eigh_clip(A_ref - y * alpha * np.outer(v, v))
+            b_ref = max(b_ref + y * alpha, 1.0)
+            total, squares, updates = total + loss, squares + loss ** 2, updates + 1
+    A, state = pola_state(np.zeros((d, d)))
+    _pola_pass(A, state, D, Y)
+    s = state[0]
+    scale = np.abs(A_ref).max()
+    np.testing.assert_allclose(A, A_ref, rtol=0, atol=1e-12 * scale)
+    assert s["b"] == pytest.approx(b_ref, rel=1e-13)
+    assert s["loss"] == pytest.approx(total, rel=1e-12)
+    assert s["sq_loss"] == pytest.approx(squares, rel=1e-12)
+    assert s["mistakes"] == mistakes and s["n_updates"] == updates
+    assert 0 < s["n_proj"] <= s["n_eig"]  # the eigensolve and its projection were exercised
+    np.testing.assert_array_equal(A, A.T)  # kept exactly symmetric
 
 
 def separable_stream(seed, d=5, n=40, b_star=3.0):
@@ -217,7 +246,7 @@ def test_theorem1_loss_and_mistake_bound_on_a_separable_stream():
     Dv = np.vstack([diffs(X, c.similar), diffs(X, c.dissimilar)])
     R = np.max(np.sum(Dv ** 2, axis=1) ** 2 + 1)
     bound = R * (np.sum(A_star ** 2) + (b_star - 1) ** 2)
-    model = POLA(n_epochs=30, random_state=0).fit(X, constraints=c)
+    model = POLA(n_epochs=30, random_state=0, log_every=1).fit(X, constraints=c)
     sq = model.trace_["squared_loss"]
     assert sq[-1] <= bound and model.n_mistakes_ <= bound
     assert model.n_mistakes_ > 0  # the bound is exercised, not vacuous by a trivial stream
@@ -238,17 +267,17 @@ def test_each_round_moves_towards_every_separating_hypothesis():
     pairs = np.vstack([c.similar, c.dissimilar])
     labels = np.r_[np.ones(len(c.similar)), -np.ones(len(c.dissimilar))]
     order = np.random.default_rng(0).permutation(np.tile(np.arange(len(pairs)), 3))
-    state = PolaState(X.shape[1])
+    A, state = pola_state(np.zeros((X.shape[1], X.shape[1])))
     dist = np.sum(A_star ** 2) + (b_star - 1) ** 2  # ‖W_1 − W*‖², W_1 = (0, 1)
     start, gained = dist, 0.0
     for t in order:
         v, y = X[pairs[t, 0]] - X[pairs[t, 1]], labels[t]
-        loss = state.round(v, y)
-        new = np.sum((state.matrix() - A_star) ** 2) + (state.b - b_star) ** 2
+        loss = pola_round(A, state, v, y)
+        new = np.sum((A - A_star) ** 2) + (state["b"][0] - b_star) ** 2
         step = loss ** 2 / (np.sum(v ** 2) ** 2 + 1)
         assert dist - new >= step - 1e-9 * start
         dist, gained = new, gained + step
-    assert gained <= start and state.n_updates > 20
+    assert gained <= start and state["n_updates"][0] > 20
 
 
 def test_stops_after_a_pass_without_updates():
@@ -281,17 +310,18 @@ def test_seeded_order_is_deterministic_and_independent_of_global_state():
 def test_trace_attributes_and_objective():
     X, c = random_pair_problem(11, d=4, n=20, n_similar=30, n_dissimilar=25)
     T = 55
-    model = POLA(n_epochs=2, random_state=0).fit(X, constraints=c)
+    model = POLA(n_epochs=2, random_state=0, log_every=1).fit(X, constraints=c)
     tr = model.trace_
     assert model.n_iter_ == 2 * T and len(tr["time"]) == model.n_iter_
-    np.testing.assert_array_equal(tr["round"], np.arange(1, 2 * T + 1))
+    np.testing.assert_array_equal(tr["iteration"], np.arange(1, 2 * T + 1))
     assert np.all(np.diff(tr["objective"]) >= 0) and np.all(np.diff(tr["time"]) >= 0)
     assert np.all(np.diff(tr["mistakes"]) >= 0) and np.all(tr["threshold"] >= 1)
     assert tr["objective"][-1] == pytest.approx(model.online_loss_)
     assert tr["mistakes"][-1] == model.n_mistakes_
     sparse = POLA(n_epochs=2, random_state=0, log_every=7).fit(X, constraints=c)
-    np.testing.assert_array_equal(sparse.trace_["round"], np.r_[np.arange(7, 2 * T + 1, 7), 2 * T])
-    logged = sparse.trace_["round"].astype(int) - 1
+    np.testing.assert_array_equal(sparse.trace_["iteration"],
+                                  np.r_[np.arange(7, 2 * T + 1, 7), 2 * T])
+    logged = sparse.trace_["iteration"].astype(int) - 1
     np.testing.assert_allclose(sparse.trace_["objective"], tr["objective"][logged])
     np.testing.assert_array_equal(sparse.metric_, model.metric_)
     # objective_: mean hinge loss of the returned (A, b), recomputed from the metric

@@ -14,14 +14,13 @@ Given ``A = V diag(λ) Vᵀ`` (λ ascending, V orthonormal) the eigendecompositi
    form, with one cumulative sum, in O(d·m).
 2. **Secular equation** ``f(λ') = 1 + α Σ_i z_i² / (λ_i − λ')`` on the k remaining components,
    whose roots interlace: ``λ_i < λ'_i < λ_{i+1}`` (and ``λ'_k < λ_k + α‖z‖²``) for α > 0; α < 0 is
-   mapped to α > 0 by negating and reversing. All k roots are found at once with numpy: each root
-   is kept as ``λ'_i = δ_o + τ_i`` relative to its nearer pole δ_o (so the differences
-   ``δ_j − λ'_i`` are exact to working precision), iterated with the "middle way" rational
-   interpolation of LAPACK ``dlaed4`` (two-pole model, quadratically convergent; dlaed4's initial
-   guess from the two nearest poles with the other terms frozen at the interval's midpoint),
-   safeguarded by a bracket that every evaluation of f shrinks and by bisection when a step would
-   leave it. O(k²) per iteration, typically 4–8 iterations for all roots together (up to ~12 at
-   d = 1024); above 64 roots only the not yet converged rows are iterated.
+   mapped to α > 0 by negating and reversing. Each root is kept as ``λ'_i = δ_o + τ_i`` relative
+   to its nearer pole δ_o (so the differences ``δ_j − λ'_i`` are exact to working precision),
+   iterated with the "middle way" rational interpolation of LAPACK ``dlaed4`` (two-pole model,
+   quadratically convergent; dlaed4's initial guess from the two nearest poles with the other terms
+   frozen at the interval's midpoint), safeguarded by a bracket that every evaluation of f shrinks
+   and by bisection when a step would leave it. O(k) per root and iteration, typically 4–8
+   iterations.
 3. **Stable eigenvectors** (Gu & Eisenstat 1994). The computed roots are the exact eigenvalues of
    ``diag(δ) + ẑ ẑᵀ`` for the ẑ of Löwner's formula
    ``ẑ_i² = Π_j (λ'_j − δ_i) / Π_{j≠i} (δ_j − δ_i)``,
@@ -29,10 +28,12 @@ Given ``A = V diag(λ) Vᵀ`` (λ ascending, V orthonormal) the eigendecompositi
    (normalised) are then numerically orthogonal whatever the accuracy of the roots. O(k²).
 4. **Back-rotation** ``V_k Q`` with one GEMM (d × k × k flops): BLAS-3, but O(d³) when nothing
    deflates, so the update as a whole is O(d³) in the worst case (one d³ GEMM against the ~9d³
-   flops of a tridiagonal-reduction ``eigh``); the secular part (2–3) is O(d²). Measured with one
-   BLAS thread (``benchmarks/bench_eigen_update.py``) it overtakes ``numpy.linalg.eigh`` from
-   d ≈ 512 (≈ 1.5–2× at d = 1024, more when eigenvalues deflate); below that numpy's per-call
-   overhead of the vectorised iteration (tens of small array operations per step) dominates.
+   flops of a tridiagonal-reduction ``eigh``); the secular part (2–3) is O(d²).
+
+Steps 1–3 are scalar loops compiled with numba (``cache=True``: compiled once per machine), so an
+update has no per-call interpreter overhead beyond one dispatch; MDML calls
+:func:`_rank_one_update` from its own compiled loop over the pairs (``benchmarks/bench_eigen_update.py``
+times it against ``numpy.linalg.eigh``).
 
 References
 ----------
@@ -47,13 +48,16 @@ R.-C. Li. Solving secular equations stably and efficiently. LAPACK Working Note 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 _EPS = np.finfo(np.float64).eps
 _MAX_ITER = 100
 #: after this many secular iterations every step is a bisection (guaranteed progress)
 _BISECT_AFTER = 40
-#: above this many roots the secular iteration works on the not yet converged rows only
-_ACTIVE_SET_MIN_K = 64
+
+#: numba options of every kernel here: compiled once per machine (on-disk cache), and IEEE
+#: division (x / 0 = ±inf, as in numpy) instead of Python's ZeroDivisionError
+_JIT = {"cache": True, "error_model": "numpy", "nogil": True}
 
 
 def rank_one_eigh_update(eigvals, eigvecs, alpha, u, z=None):
@@ -69,7 +73,7 @@ def rank_one_eigh_update(eigvals, eigvecs, alpha, u, z=None):
         α, of either sign.
     u : ndarray (d,)
     z : ndarray (d,), optional
-        ``Vᵀu`` when the caller already has it (MDML computes it for the margin anyway).
+        ``Vᵀu`` when the caller already has it.
 
     Returns
     -------
@@ -78,89 +82,112 @@ def rank_one_eigh_update(eigvals, eigvecs, alpha, u, z=None):
     new_eigvecs : ndarray (d, d)
         Orthonormal columns, ``new_eigvecs[:, i]`` belonging to ``new_eigvals[i]``.
     """
-    lam = np.asarray(eigvals, dtype=np.float64)
-    V = np.asarray(eigvecs, dtype=np.float64)
+    lam = np.ascontiguousarray(eigvals, dtype=np.float64)
+    V = np.ascontiguousarray(eigvecs, dtype=np.float64)
     z = V.T @ np.asarray(u, dtype=np.float64) if z is None else np.asarray(z, dtype=np.float64)
     alpha = float(alpha)
     if not np.isfinite(alpha) or not np.all(np.isfinite(z)):
         raise ValueError("rank_one_eigh_update needs a finite alpha and u")
-    if alpha < 0:  # A + αuuᵀ = −((−A) + |α| uuᵀ); −A has eigenvalues −λ reversed (ascending)
-        lam2, V2 = _update_positive(-lam[::-1], V[:, ::-1], -alpha, z[::-1])
-        return -lam2[::-1], V2[:, ::-1]
-    return _update_positive(lam, V, alpha, z)
+    return _rank_one_update(lam, V, alpha, np.ascontiguousarray(z))
 
 
+@njit(**_JIT)
+def _rank_one_update(lam, V, alpha, z):
+    """:func:`rank_one_eigh_update` from ``z = Vᵀu`` (compiled; fresh arrays)."""
+    if alpha >= 0:
+        return _update_positive(lam, V, alpha, z)
+    # A + αuuᵀ = −((−A) + |α| uuᵀ); −A has eigenvalues −λ reversed (ascending)
+    lam2, V2 = _update_positive(-lam[::-1], np.ascontiguousarray(V[:, ::-1]), -alpha,
+                                np.ascontiguousarray(z[::-1]))
+    return -lam2[::-1], np.ascontiguousarray(V2[:, ::-1])
+
+
+@njit(**_JIT)
 def _update_positive(lam, V, alpha, z):
     """:func:`rank_one_eigh_update` for ``α ≥ 0`` (returns fresh arrays)."""
     d = len(lam)
-    znorm2 = float(z @ z)
-    rho = alpha * znorm2  # A + α uuᵀ = V (diag(λ) + ρ ẑ ẑᵀ) Vᵀ with ‖ẑ‖ = 1
     lam = lam.copy()
+    V = V.copy()
+    znorm2 = np.dot(z, z)
+    rho = alpha * znorm2  # A + α uuᵀ = V (diag(λ) + ρ ẑ ẑᵀ) Vᵀ with ‖ẑ‖ = 1
     if d == 0 or rho == 0.0:
-        return lam, V.copy()
+        return lam, V
     zn = z / np.sqrt(znorm2)
     tol = 8.0 * _EPS * max(np.abs(lam).max(), rho)
     # --- deflation 1: negligible components of z
     keep = rho * np.abs(zn) > tol
-    copied = False
     # --- deflation 2: runs of (numerically) equal eigenvalues among the kept components
     idx = np.flatnonzero(keep)
-    if len(idx) > 1:
-        close = np.diff(lam[idx]) <= tol  # chained: a run of m spans at most (m − 1)·tol
-        if close.any():
-            V, copied = V.copy(), True
-            starts = np.flatnonzero(np.concatenate([[True], ~close]))
-            ends = np.append(starts[1:], len(idx))
-            for s, e in zip(starts[ends - starts > 1], ends[ends - starts > 1]):
-                g = idx[s:e]
-                zn[g[-1]] = _givens_concentrate(V, g, zn[g])
-                zn[g[:-1]] = 0.0
-                keep[g[:-1]] = False
+    s = 0
+    while s < len(idx):
+        e = s + 1  # chained: a run of m spans at most (m − 1)·tol
+        while e < len(idx) and lam[idx[e]] - lam[idx[e - 1]] <= tol:
+            e += 1
+        if e - s > 1:
+            g = idx[s:e]
+            zn[g[-1]] = _givens_concentrate(V, g, zn[g])
+            for j in g[:-1]:
+                zn[j] = 0.0
+                keep[j] = False
+        s = e
     nd = np.flatnonzero(keep)
     k = len(nd)
     if k == 0:
-        return lam, V.copy()
+        return lam, V
     delta = lam[nd]
     w = rho * zn[nd] ** 2  # secular weights: f(x) = 1 + Σ w_j / (δ_j − x)
-    origin, tau = _secular_roots(delta, w)
-    new = delta[origin] + tau
+    origin, tau = _secular_roots(delta, w, _BISECT_AFTER)
     # Gu & Eisenstat: ẑ from the computed roots, then the eigenvectors of diag(δ) + ẑẑᵀ
-    P = tau[None, :] - (delta[:, None] - delta[origin][None, :])  # P[i, j] = λ'_j − δ_i
-    if k == 1:
-        Q = np.ones((1, 1))
-    else:
+    P = np.empty((k, k))  # P[i, j] = λ'_j − δ_i
+    for i in range(k):
+        for j in range(k):
+            P[i, j] = tau[j] - (delta[i] - delta[origin[j]])
+    Q = np.ones((k, k))
+    if k > 1:
         zhat2 = _loewner(delta, P)
-        zhat = np.copysign(np.sqrt(zhat2), zn[nd])
-        Q = -zhat[:, None] / P  # (δ_i − λ'_j)⁻¹ ẑ_i
-        Q /= np.linalg.norm(Q, axis=0)
+        for i in range(k):
+            zh = np.copysign(np.sqrt(zhat2[i]), zn[nd[i]])
+            for j in range(k):
+                Q[i, j] = -zh / P[i, j]  # (δ_i − λ'_j)⁻¹ ẑ_i
+        Q /= np.sqrt((Q * Q).sum(axis=0))
+    for i in range(k):
+        lam[nd[i]] = delta[origin[i]] + tau[i]
     if k == d:  # nothing deflated: the roots are already ascending
-        return new, V @ Q
-    lam[nd] = new
-    if not copied:
-        V = V.copy()
-    V[:, nd] = V[:, nd] @ Q
-    order = np.argsort(lam, kind="stable")
-    return lam[order], V[:, order]
+        return lam, V @ Q
+    Vk = np.empty((d, k))
+    for i in range(k):
+        Vk[:, i] = V[:, nd[i]]
+    Vk = Vk @ Q
+    for i in range(k):
+        V[:, nd[i]] = Vk[:, i]
+    order = np.argsort(lam, kind="mergesort")
+    out = np.empty_like(V)
+    for i in range(d):
+        out[:, i] = V[:, order[i]]
+    return lam[order], out
 
 
+@njit(**_JIT)
 def _givens_concentrate(V, g, zg):
     """Rotate the columns ``V[:, g]`` (equal eigenvalues) so that z lives in the last one only.
 
     The rotations ``G_j`` (j = 1..m−1) act on the pair (j, j+1) and zero ``z_j`` against
     ``r_{j+1} = ‖z_1..z_{j+1}‖``. Their product maps column j (< m) to
     ``(z_{j+1} Σ_{i≤j} z_i v_i / r_j − r_j v_{j+1}) / r_{j+1}`` and the last column to
-    ``Σ_i z_i v_i / r_m``, i.e. it is applied with one cumulative sum. Returns ``r_m``.
+    ``Σ_i z_i v_i / r_m``, i.e. it is applied with one running sum in O(d·m). Returns ``r_m``.
     """
-    Vg = V[:, g]
+    m = len(g)
     r = np.sqrt(np.cumsum(zg ** 2))
-    C = np.cumsum(Vg * zg, axis=1)  # C_j = Σ_{i≤j} z_i v_i
-    out = np.empty_like(Vg)
-    out[:, :-1] = (C[:, :-1] * (zg[1:] / (r[:-1] * r[1:])) - Vg[:, 1:] * (r[:-1] / r[1:]))
-    out[:, -1] = C[:, -1] / r[-1]
-    V[:, g] = out
-    return r[-1]
+    C = zg[0] * V[:, g[0]]  # C_j = Σ_{i≤j} z_i v_i
+    for j in range(m - 1):
+        nxt = V[:, g[j + 1]].copy()
+        V[:, g[j]] = C * (zg[j + 1] / (r[j] * r[j + 1])) - nxt * (r[j] / r[j + 1])
+        C = C + zg[j + 1] * nxt
+    V[:, g[m - 1]] = C / r[m - 1]
+    return r[m - 1]
 
 
+@njit(**_JIT)
 def _loewner(delta, P):
     """``ẑ_i² = Π_j (λ'_j − δ_i) / Π_{j≠i} (δ_j − δ_i)`` (Gu & Eisenstat 1994, Löwner's formula).
 
@@ -169,100 +196,95 @@ def _loewner(delta, P):
     by interlacing every ratio lies in (0, 1], so the product neither overflows nor loses digits.
     """
     k = len(delta)
-    i = np.arange(k)[:, None]
-    j = np.arange(k - 1)[None, :]
-    den_idx = np.where(j < i, j, j + 1)
-    den = delta[den_idx] - delta[:, None]
-    ratios = P[:, :k - 1] / den
-    return np.maximum(P[:, k - 1], 0.0) * np.prod(np.clip(ratios, 0.0, None), axis=1)
+    out = np.empty(k)
+    for i in range(k):
+        prod = max(P[i, k - 1], 0.0)
+        for j in range(k - 1):
+            den = delta[j if j < i else j + 1] - delta[i]
+            prod *= max(P[i, j] / den, 0.0)
+        out[i] = prod
+    return out
 
 
-def _secular_roots(delta, w):
+@njit(**_JIT)
+def _secular_roots(delta, w, bisect_after):
     """All roots of ``f(x) = 1 + Σ_j w_j / (δ_j − x)`` (δ strictly ascending, w > 0).
 
     Root i lies in ``(δ_i, δ_{i+1})`` (the last one in ``(δ_k, δ_k + Σ w]``). Returns ``origin``
     (index of the pole each root is measured from) and ``τ`` with ``root_i = δ_origin + τ_i``.
+    After ``bisect_after`` iterations every step is a bisection.
     """
     k = len(delta)
+    origin = np.empty(k, dtype=np.intp)
+    tau = np.empty(k)
     if k == 1:
-        return np.zeros(1, dtype=np.intp), w.copy()
-    gaps = np.diff(delta)
-    wl, wr = w[:-1], w[1:]
-    # interior roots: the sign of f at the midpoint says which pole is nearer (dlaed4's ORGATI)
-    D_mid = (delta[None, :] - delta[:-1, None]) - (gaps / 2)[:, None]
-    f_mid = 1.0 + (w / D_mid).sum(axis=1)
-    left = f_mid >= 0  # root in (δ_i, mid]
-    origin = np.append(np.where(left, np.arange(k - 1), np.arange(1, k)), k - 1)
-    lo = np.append(np.where(left, 0.0, -gaps / 2), 0.0)
-    hi = np.append(np.where(left, gaps / 2, 0.0), w.sum())
-    # initial guess (dlaed4): the two poles exact, the other terms frozen at the midpoint
-    c = f_mid + 2 * wl / gaps - 2 * wr / gaps
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a_l = c * gaps + wl + wr
-        b_l = wl * gaps
-        disc_l = np.sqrt(np.abs(a_l * a_l - 4 * b_l * c))
-        tau_l = np.where(a_l > 0, 2 * b_l / (a_l + disc_l), (a_l - disc_l) / (2 * c))
-        a_r = -c * gaps + wl + wr
-        b_r = wr * gaps
-        disc_r = np.sqrt(np.abs(a_r * a_r + 4 * b_r * c))
-        tau_r = np.where(a_r > 0, -2 * b_r / (a_r + disc_r), -(a_r + disc_r) / (2 * c))
-    tau = np.append(np.where(left, tau_l, tau_r), w.sum() / 2)
-    tau = np.where((tau > lo) & (tau < hi) & np.isfinite(tau), tau, (lo + hi) / 2)
-    # the poles of the two-pole model: (L, L+1) around interior roots, (k−2, k−1) for the last;
-    # sg = +1 / −1 selects dlaed4's interior / last-root branch of the quadratic
-    L = np.minimum(np.arange(k), k - 2)
-    Dmat = delta[None, :] - delta[origin][:, None]  # δ_j − δ_origin(i)
-    rows = np.arange(k)
-    DL, DR = Dmat[rows, L], Dmat[rows, L + 1]
-    sg = np.ones(k)
-    sg[-1] = -1.0
-    done = np.zeros(k, dtype=bool)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        origin[0], tau[0] = 0, w[0]
+        return origin, tau
+    wsum = w.sum()
+    for i in range(k):
+        if i < k - 1:  # interior root: the sign of f at the midpoint says which pole is nearer
+            gap = delta[i + 1] - delta[i]
+            f_mid = 1.0
+            for j in range(k):
+                f_mid += w[j] / ((delta[j] - delta[i]) - gap / 2)
+            left = f_mid >= 0  # root in (δ_i, mid] (dlaed4's ORGATI)
+            # initial guess (dlaed4): the two poles exact, the other terms frozen at the midpoint
+            c = f_mid + 2 * w[i] / gap - 2 * w[i + 1] / gap
+            if left:
+                o, lo, hi = i, 0.0, gap / 2
+                a, b = c * gap + w[i] + w[i + 1], w[i] * gap
+                disc = np.sqrt(abs(a * a - 4 * b * c))
+                t = 2 * b / (a + disc) if a > 0 else (a - disc) / (2 * c)
+            else:
+                o, lo, hi = i + 1, -gap / 2, 0.0
+                a, b = -c * gap + w[i] + w[i + 1], w[i + 1] * gap
+                disc = np.sqrt(abs(a * a + 4 * b * c))
+                t = -2 * b / (a + disc) if a > 0 else -(a + disc) / (2 * c)
+            L, sg = i, 1.0  # poles of the two-pole model; dlaed4's interior branch
+        else:
+            o, lo, hi, t = k - 1, 0.0, wsum, wsum / 2
+            L, sg = k - 2, -1.0  # the last root: dlaed4's branch beyond the last pole
+        if not (lo < t < hi):  # also false for nan
+            t = (lo + hi) / 2
+        DL, DR = delta[L] - delta[o], delta[L + 1] - delta[o]
         for it in range(_MAX_ITER):
-            act = np.flatnonzero(~done) if _ACTIVE_SET_MIN_K < k else None
-            if act is None:
-                t, lo_a, hi_a, dl0, dr0, s_a, Ta = tau, lo, hi, DL, DR, sg, Dmat - tau[:, None]
-            else:
-                t, lo_a, hi_a, dl0, dr0, s_a = tau[act], lo[act], hi[act], DL[act], DR[act], sg[act]
-                Ta = Dmat[act]
-                Ta -= t[:, None]
-            T = np.reciprocal(Ta, out=Ta)  # 1 / (δ_j − x)
-            R = T * w
-            total = R.sum(axis=1)
-            dtotal = np.einsum("ij,ij->i", R, T)
-            # interior roots: the terms j ≤ L are exactly the negative ones (x in (δ_L, δ_L+1))
-            neg = np.minimum(R, 0.0)
-            psi = neg.sum(axis=1)
-            dpsi = np.einsum("ij,ij->i", neg, T)
-            if s_a[-1] < 0:  # last root: x > δ_k, ψ = terms j ≤ k−2, φ = term k−1
-                r_last = R[-1, k - 1]
-                psi[-1], dpsi[-1] = total[-1] - r_last, dtotal[-1] - r_last * T[-1, k - 1]
+            total = dtotal = psi = dpsi = 0.0
+            for j in range(k):
+                T = 1.0 / ((delta[j] - delta[o]) - t)  # 1 / (δ_j − x)
+                R = w[j] * T
+                total += R
+                dtotal += R * T
+                if R < 0:  # interior roots: the terms j ≤ L are exactly the negative ones
+                    psi += R
+                    dpsi += R * T
+            if sg < 0:  # last root: x > δ_k, ψ = terms j ≤ k−2, φ = term k−1
+                T = 1.0 / ((delta[k - 1] - delta[o]) - t)
+                psi, dpsi = total - w[k - 1] * T, dtotal - w[k - 1] * T * T
             f = 1.0 + total
-            hi_a = np.where(f > 0, t, hi_a)
-            lo_a = np.where(f < 0, t, lo_a)
-            err = _EPS * (8.0 * (1.0 + np.abs(psi) + np.abs(total - psi)) + 4.0 * np.abs(f)
-                          + np.abs(t) * dtotal)
-            conv = (np.abs(f) <= err) | (hi_a - lo_a <= 4 * _EPS * np.maximum(-lo_a, hi_a))
-            # middle way step (LAPACK dlaed4): two-pole rational model through f and f'
-            dL, dR = dl0 - t, dr0 - t
-            C = np.abs(f - dL * dpsi - dR * (dtotal - dpsi))
-            A = s_a * ((dL + dR) * f - dL * dR * dtotal)
-            B = dL * dR * f
-            disc = np.sqrt(np.abs(A * A - 4 * B * C))
-            eta = s_a * np.where(A <= 0, (A - disc) / (2 * C), 2 * B / (A + disc))
-            eta = np.where((f * eta > 0) | ~np.isfinite(eta), -f / dtotal, eta)
-            cand = t + eta
-            bad = ~((cand > lo_a) & (cand < hi_a)) | (it >= _BISECT_AFTER)
-            cand = np.where(bad, (lo_a + hi_a) / 2, cand)
-            # a full-precision model step ends the iteration too (saves one evaluation of f)
-            cand = np.where(conv, t, cand)
-            conv |= ~bad & (np.abs(eta) <= 2 * _EPS * np.abs(t))
-            if act is None:
-                tau, lo, hi = np.where(done, tau, cand), lo_a, hi_a
-                done = done | conv
-            else:
-                tau[act], lo[act], hi[act] = cand, lo_a, hi_a
-                done[act] = conv
-            if done.all():
+            if f > 0:
+                hi = t
+            elif f < 0:
+                lo = t
+            err = _EPS * (8.0 * (1.0 + abs(psi) + abs(total - psi)) + 4.0 * abs(f)
+                          + abs(t) * dtotal)
+            if abs(f) <= err or hi - lo <= 4 * _EPS * max(-lo, hi):
                 break
+            # middle way step (LAPACK dlaed4): two-pole rational model through f and f'
+            dL, dR = DL - t, DR - t
+            C = abs(f - dL * dpsi - dR * (dtotal - dpsi))
+            A = sg * ((dL + dR) * f - dL * dR * dtotal)
+            B = dL * dR * f
+            disc = np.sqrt(abs(A * A - 4 * B * C))
+            eta = sg * ((A - disc) / (2 * C) if A <= 0 else 2 * B / (A + disc))
+            if f * eta > 0 or not np.isfinite(eta):
+                eta = -f / dtotal
+            cand = t + eta
+            if not (lo < cand < hi) or it >= bisect_after:
+                t = (lo + hi) / 2
+            else:
+                small = abs(eta) <= 2 * _EPS * abs(t)
+                t = cand
+                if small:
+                    break  # a full-precision model step ends the iteration too
+        origin[i], tau[i] = o, t
     return origin, tau

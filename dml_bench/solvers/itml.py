@@ -12,10 +12,12 @@ the prior ``M₀ = I`` and the initial slacks ξ₀ = u for similar and ξ₀ = 
 The loop is Algorithm 1 of the paper: one sweep visits every constraint once and projects (M, ξ)
 onto it in the Bregman divergence of the objective, clipped so that its dual variable λ stays ≥ 0.
 A projection is a Sherman–Morrison rank-one update ``M ← M + β M v vᵀ M`` (Eq. (3) of §3.1 and
-step 3.8 of Algorithm 1), i.e. one symmetric matrix–vector product and one symmetric rank-one update
-(BLAS ``dsymv`` / ``dsyr`` on the upper triangle of M, in place): O(d²) per constraint and no d×d
-matrix stored per constraint. The projection constants, the stopping rule and the cap follow the
-authors' ``ItmlAlg.m`` (ITML code release 1.2), see the notes in :class:`ITML`.
+step 3.8 of Algorithm 1), i.e. one matrix–vector product and one rank-one update of M (full,
+exactly symmetric, in place): O(d²) per constraint and no d×d matrix stored per constraint. A sweep
+is one compiled loop (numba, :func:`_sweep`), so a projection costs no interpreter overhead;
+``fit`` returns to Python once per sweep, for the stopping rule and the trace. The projection
+constants, the stopping rule and the cap follow the authors' ``ItmlAlg.m`` (ITML code release
+1.2), see the notes in :class:`ITML`.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ import time
 import warnings
 
 import numpy as np
-from scipy.linalg.blas import dsymv, dsyr
+from numba import njit
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from .base import MetricLearner
+from .eigen_update import _JIT
 from .linalg import components_from_psd, pair_differences, pair_sq_distances
 
 PAIR_MODES = ("given", "random")
@@ -89,6 +92,9 @@ class ITML(MetricLearner):
     n_proj_ : int
         Number of projections.
     converged_ : bool
+    optimality_ : float
+        The stopping rule's relative change of the duals λ over the last sweep
+        (``optimality_measure`` ``"relative_dual_change"``; 0 without constraints).
     trace_ : dict of ndarray
         Per sweep: ``objective``, ``conv`` (the relative change of λ of the stopping rule),
         ``violation`` (largest constraint violation ``max(δ (d_M² − ξ)) / mean ξ₀``, δ = +1 for
@@ -109,6 +115,7 @@ class ITML(MetricLearner):
     """
 
     constraint_kind = "pairs"
+    optimality_measure = "relative_dual_change"
 
     def __init__(self, gamma=1.0, tol=0.01, max_proj=100_000, max_iter=None, bounds=None,
                  pairs="given", random_state=0):
@@ -168,16 +175,19 @@ class ITML(MetricLearner):
         self.n_iter_ = len(trace["conv"])
         self.n_proj_ = n_proj
         self.converged_ = converged
+        self.optimality_ = trace["conv"][-1] if trace["conv"] else 0.0
         self.trace_ = {k: np.asarray(vals, dtype=float) for k, vals in trace.items()}
 
 
 def _bregman_sweeps(X, pairs, V, delta, xi0, gamma, tol, max_proj, max_iter, start):
     """Algorithm 1: cyclic projections until the duals settle (``ItmlAlg.m``'s rule and cap).
 
-    Returns (M, ξ, λ, trace, converged, number of projections).
+    Each sweep is one call of the compiled :func:`_sweep`; the stopping rule, the cap and the
+    trace record are checked in between. Returns (M, ξ, λ, trace, converged, number of
+    projections).
     """
     n_c, d = V.shape
-    A = np.asfortranarray(np.eye(d))  # M₀ = I; only its upper triangle is kept up to date
+    M = np.eye(d)  # M₀ = I
     lam, lam_old = np.zeros(n_c), np.zeros(n_c)
     xi = xi0.astype(float).copy()
     gamma_proj = 1.0 if np.isinf(gamma) else gamma / (gamma + 1.0)
@@ -186,23 +196,9 @@ def _bregman_sweeps(X, pairs, V, delta, xi0, gamma, tol, max_proj, max_iter, sta
     converged, n_proj, sweep = n_c == 0, 0, 0
     scale = float(np.mean(xi0)) if n_c else 1.0
     while not converged:
-        for c in range(n_c):  # one sweep; the body is O(d²): dsymv + dsyr on the upper triangle
-            v = V[c]
-            Av = dsymv(1.0, A, v, lower=0)
-            p = float(v @ Av)  # d_M(x_i, x_j)² = vᵀ M v
-            if delta[c] > 0:  # similar: p ≤ ξ
-                alpha = min(lam[c], gamma_proj * (1.0 / p - 1.0 / xi[c]))
-                beta = alpha / (1.0 - alpha * p)
-                xi[c] = 1.0 / (1.0 / xi[c] + alpha * inv_gamma)
-            else:  # dissimilar: p ≥ ξ
-                alpha = min(lam[c], gamma_proj * (1.0 / xi[c] - 1.0 / p))
-                beta = -alpha / (1.0 + alpha * p)
-                xi[c] = 1.0 / (1.0 / xi[c] - alpha * inv_gamma)
-            lam[c] -= alpha
-            dsyr(beta, Av, a=A, lower=0, overwrite_a=1)  # M ← M + β (Mv)(Mv)ᵀ
+        _sweep(M, V, delta, xi, lam, gamma_proj, inv_gamma)
         n_proj += n_c
         sweep += 1
-        M = np.triu(A) + np.triu(A, 1).T
         normsum = np.linalg.norm(lam) + np.linalg.norm(lam_old)
         conv = 0.0 if normsum == 0 else float(np.abs(lam_old - lam).sum() / normsum)
         R = np.linalg.cholesky(M)
@@ -216,8 +212,41 @@ def _bregman_sweeps(X, pairs, V, delta, xi0, gamma, tol, max_proj, max_iter, sta
         elif n_proj > max_proj or (max_iter is not None and sweep >= max_iter):
             break
         lam_old = lam.copy()
-    M = np.triu(A) + np.triu(A, 1).T
     return M, xi, lam, trace, converged, n_proj
+
+
+@njit(**_JIT)
+def _sweep(M, V, delta, xi, lam, gamma_proj, inv_gamma):
+    """One sweep of Algorithm 1: project (M, ξ, λ) onto every constraint in turn, in place.
+
+    Constraint c is ``vᵀ M v ≤ ξ_c`` (``delta[c] = +1``, similar) or ``≥ ξ_c`` (``−1``,
+    dissimilar) with ``v = V[c]``. With ``p = vᵀ M v``, ``γ' = gamma_proj = γ/(γ+1)`` and
+    ``1/γ = inv_gamma`` (``γ' = 1``, ``1/γ = 0`` for γ = ∞): ``α = min(λ_c, δ γ' (1/p − 1/ξ_c))``,
+    ``λ_c ← λ_c − α``, ``1/ξ_c ← 1/ξ_c + δα/γ`` and ``M ← M + β (Mv)(Mv)ᵀ`` with
+    ``β = δα / (1 − δαp)`` (``ItmlAlg.m``'s constants, see :class:`ITML`). M is full and
+    C-contiguous; the update ``β ((Mv)_i (Mv)_j)`` keeps it exactly symmetric.
+    """
+    d = M.shape[0]
+    Mv = np.empty(d)
+    for c in range(V.shape[0]):
+        v = V[c]
+        Mv[:] = 0.0
+        for i in range(d):  # M v = Σ_i v_i M[i, :] (M symmetric): contiguous rows, vectorised
+            for j in range(d):
+                Mv[j] += v[i] * M[i, j]
+        p = v @ Mv  # d_M(x_i, x_j)² = vᵀ M v
+        if delta[c] > 0:  # similar: p ≤ ξ
+            alpha = min(lam[c], gamma_proj * (1.0 / p - 1.0 / xi[c]))
+            beta = alpha / (1.0 - alpha * p)
+            xi[c] = 1.0 / (1.0 / xi[c] + alpha * inv_gamma)
+        else:  # dissimilar: p ≥ ξ
+            alpha = min(lam[c], gamma_proj * (1.0 / xi[c] - 1.0 / p))
+            beta = -alpha / (1.0 + alpha * p)
+            xi[c] = 1.0 / (1.0 / xi[c] - alpha * inv_gamma)
+        lam[c] -= alpha
+        for i in range(d):  # M ← M + β (Mv)(Mv)ᵀ
+            for j in range(d):
+                M[i, j] += beta * (Mv[i] * Mv[j])
 
 
 def itml_objective(M, xi, xi0, gamma, chol=None):

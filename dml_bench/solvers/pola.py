@@ -25,10 +25,12 @@ of R^{d²+1} with the Frobenius inner product:
    ``λ_1 < 0``: one smallest eigenpair (LAPACK ``dsyevr`` restricted to the first index), not a
    full decomposition, and none at all when a lower bound on ``λ_min(A)`` shows that Â stays PSD.
 
-The iterate ``A`` is a dense d×d matrix (inherent to POLA); a round costs one symmetric
-matrix–vector product and one symmetric rank-one update (BLAS ``dsymv`` / ``dsyr`` on the upper
-triangle, in place), plus the smallest eigenpair on the rounds where a similar pair is violated
-and the down-date may leave the PSD cone.
+The iterate ``A`` is a dense d×d matrix (inherent to POLA), kept full and exactly symmetric; a
+round costs one matrix–vector product and one rank-one update (O(d²), in place), plus the smallest
+eigenpair on the rounds where a similar pair is violated and the down-date may leave the PSD cone.
+The pass over the pairs is one compiled loop (numba, :func:`_pola_pass`) that calls LAPACK
+``dsyevr`` directly (scipy's ``cython_lapack``) for that eigenpair, so a round costs no interpreter
+overhead; ``fit`` returns to Python only between two trace records.
 
 Loss bound (Theorem 1 of the paper): if ``R ≥ ‖x_τ − z_τ‖⁴ + 1`` for every τ and some
 ``A* ⪰ 0, b* ≥ 1`` has ``ℓ_τ(A*, b*) = 0`` for every τ, then from ``A_1 = 0, b_1 = 1``,
@@ -41,14 +43,133 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from scipy.linalg.blas import dsymv, dsyr
-from scipy.linalg.lapack import dsyevr
+from llvmlite import binding
+from numba import njit, types
+from numba.extending import get_cython_function_address
 from sklearn.utils import check_random_state
 
 from .base import MetricLearner
+from .eigen_update import _JIT
 from .linalg import components_from_psd, pair_differences, pair_sq_distances
 
-TRACE_KEYS = ("round", "objective", "squared_loss", "mistakes", "threshold", "time")
+TRACE_KEYS = ("iteration", "objective", "squared_loss", "mistakes", "threshold", "time")
+
+#: the scalars of the POLA iterate (``b`` and ``lam_lb``, a lower bound on ``λ_min(A)``) and its
+#: online statistics, one record (a length-1 structured array) updated in place with ``A``
+STATE = np.dtype([("b", "f8"), ("lam_lb", "f8"), ("loss", "f8"), ("sq_loss", "f8"),
+                  ("mistakes", "i8"), ("n_updates", "i8"), ("n_eig", "i8"), ("n_proj", "i8")])
+
+# LAPACK dsyevr (scipy's cython_lapack, every argument by reference), called by symbol name so
+# that the compiled code stays cacheable
+binding.add_symbol("dml_bench_dsyevr",
+                   get_cython_function_address("scipy.linalg.cython_lapack", "dsyevr"))
+_dsyevr = types.ExternalFunction("dml_bench_dsyevr", types.void(*[types.voidptr] * 21))
+
+
+def pola_state(A, b=1.0):
+    """The iterate ``(A, b)`` as :func:`pola_round` takes it: ``(A, state)``.
+
+    ``A`` (PSD) is copied to a C-contiguous float64 array; ``state`` is a record of :data:`STATE`
+    with zero statistics and ``lam_lb = λ_min(A)`` (exactly 0 at ``A = 0``, the paper's start).
+    """
+    A = np.array(A, dtype=np.float64, order="C")
+    state = np.zeros(1, dtype=STATE)
+    state["b"] = b
+    state["lam_lb"] = np.linalg.eigvalsh(A)[0]
+    return A, state
+
+
+@njit(**_JIT)
+def _add_outer(A, c, v):
+    """``A += c v vᵀ`` in place; ``c (v_i v_j)`` keeps a symmetric A exactly symmetric."""
+    for i in range(v.shape[0]):
+        for j in range(v.shape[0]):
+            A[i, j] += c * (v[i] * v[j])
+
+
+@njit(**_JIT)
+def _smallest_eigenpair(A):
+    """``(λ_1, u_1)`` of the symmetric A: LAPACK ``dsyevr`` restricted to the first index."""
+    n = A.shape[0]
+    a = A.copy()  # dsyevr overwrites its input
+    jobz_range_uplo = np.array([ord("V"), ord("I"), ord("U")], np.uint8)  # vectors, by index
+    # n, lda, il, iu, m (found), ldz, lwork, liwork, info (scipy's default workspace sizes)
+    ints = np.array([n, n, 1, 1, 0, n, 26 * n, 10 * n, 0], np.int32)
+    reals = np.zeros(3)  # vl, vu (unused for a range of indices), abstol (LAPACK's default)
+    w, z, isuppz = np.empty(n), np.empty(n), np.empty(2, np.int32)
+    work, iwork = np.empty(26 * n), np.empty(10 * n, np.int32)
+    _dsyevr(jobz_range_uplo[0:].ctypes, jobz_range_uplo[1:].ctypes, jobz_range_uplo[2:].ctypes,
+            ints[0:].ctypes, a.ctypes, ints[1:].ctypes,
+            reals[0:].ctypes, reals[1:].ctypes, ints[2:].ctypes, ints[3:].ctypes,
+            reals[2:].ctypes, ints[4:].ctypes, w.ctypes, z.ctypes, ints[5:].ctypes, isuppz.ctypes,
+            work.ctypes, ints[6:].ctypes, iwork.ctypes, ints[7:].ctypes, ints[8:].ctypes)
+    if ints[8] != 0:  # pragma: no cover - LAPACK failure
+        raise np.linalg.LinAlgError("dsyevr failed")
+    return w[0], z
+
+
+@njit(**_JIT)
+def halfspace_projection(A, state, v, y):
+    """Step 1: project ``(A, b)`` onto ``C_τ``; returns the loss ``ℓ_τ(A, b)`` before it.
+
+    ``Â = A − y α v vᵀ``, ``b̂ = b + y α`` with ``α = ℓ_τ / (‖v‖⁴ + 1)`` (in place). Counts a
+    mistake when ``y (b − d_A²) ≤ 0``.
+    """
+    s = state[0]
+    q = v @ (A @ v)
+    if y * (s.b - q) <= 0.0:
+        s.mistakes += 1
+    loss = max(0.0, y * (q - s.b) + 1.0)
+    if loss > 0.0:
+        nv2 = v @ v
+        alpha = loss / (nv2 * nv2 + 1.0)
+        _add_outer(A, -y * alpha, v)
+        s.b += y * alpha
+        if y > 0:  # a rank-one down-date: λ_min drops by at most α‖v‖²
+            s.lam_lb -= alpha * nv2
+    return loss
+
+
+@njit(**_JIT)
+def psd_projection(A, state, y):
+    """Step 2: project onto ``C_a = {A ⪰ 0, b ≥ 1}`` after a half-space step of label y.
+
+    ``b ← max(b̂, 1)``. For ``y = −1`` Â = A + α v vᵀ is PSD: nothing to do. For ``y = +1``
+    Â has at most one negative eigenvalue (interlacing); it is removed with its eigenvector,
+    computed only when the lower bound ``lam_lb`` of ``λ_min(Â)`` is negative.
+    """
+    s = state[0]
+    s.b = max(s.b, 1.0)
+    if y < 0 or s.lam_lb >= 0.0:
+        return
+    lam, u = _smallest_eigenpair(A)
+    s.n_eig += 1
+    if lam < 0.0:
+        _add_outer(A, -lam, u)
+        s.n_proj += 1
+        s.lam_lb = 0.0
+    else:
+        s.lam_lb = lam
+
+
+@njit(**_JIT)
+def pola_round(A, state, v, y):
+    """One POLA round on the pair difference ``v`` with label ``y``; returns its loss."""
+    loss = halfspace_projection(A, state, v, y)
+    if loss > 0.0:
+        psd_projection(A, state, y)
+        s = state[0]
+        s.loss += loss
+        s.sq_loss += loss * loss
+        s.n_updates += 1
+    return loss
+
+
+@njit(**_JIT)
+def _pola_pass(A, state, D, Y):
+    """:func:`pola_round` on every row of ``D`` (pair differences) with its label in ``Y``."""
+    for t in range(D.shape[0]):
+        pola_round(A, state, D[t], Y[t])
 
 
 class POLA(MetricLearner):
@@ -70,9 +191,11 @@ class POLA(MetricLearner):
         ``random_state``). ``False``: the given order, similar pairs first, then dissimilar.
     random_state : int, RandomState or None, default=0
         Seeds the presentation order (default fixed, so results do not depend on global state).
-    log_every : int, default=1
-        Append to ``trace_`` every ``log_every`` rounds (and after the last round). With 1 the
-        trace has one entry per round (``len(trace_["time"]) == n_iter_``).
+    log_every : int, default=100
+        Append to ``trace_`` every ``log_every`` rounds (and after the last round). The compiled
+        pass returns to Python for each record (a few µs), so ``log_every=1`` — one entry per
+        round, ``len(trace_["time"]) == n_iter_`` — works but brings back a Python step per round
+        (the default was 1 before the pass was compiled).
 
     Attributes
     ----------
@@ -99,10 +222,13 @@ class POLA(MetricLearner):
     converged_ : bool
         Whether the last pass made no update (all pairs satisfy the margin). POLA runs a fixed
         number of passes, so no ConvergenceWarning is raised when this is False.
+    optimality_ : float
+        NaN (``optimality_measure`` ``"none (fixed number of passes)"``).
     trace_ : dict of ndarray
-        Every ``log_every`` rounds: ``round`` (1-based), ``objective`` (cumulative online loss
-        ``Σ ℓ_τ``), ``squared_loss`` (``Σ ℓ_τ²``, the quantity of Theorem 1), ``mistakes``
-        (cumulative), ``threshold`` (b) and ``time`` (seconds since the start of ``fit``).
+        Every ``log_every`` rounds: ``iteration`` (the round, 1-based), ``objective``
+        (cumulative online loss ``Σ ℓ_τ``), ``squared_loss`` (``Σ ℓ_τ²``, the quantity of
+        Theorem 1), ``mistakes`` (cumulative), ``threshold`` (b) and ``time`` (seconds since the
+        start of ``fit``).
 
     Notes
     -----
@@ -121,8 +247,9 @@ class POLA(MetricLearner):
     """
 
     constraint_kind = "pairs"
+    optimality_measure = "none (fixed number of passes)"
 
-    def __init__(self, n_epochs=1, shuffle=True, random_state=0, log_every=1):
+    def __init__(self, n_epochs=1, shuffle=True, random_state=0, log_every=100):
         self.n_epochs = n_epochs
         self.shuffle = shuffle
         self.random_state = random_state
@@ -144,120 +271,46 @@ class POLA(MetricLearner):
         if len(pairs) == 0:
             raise ValueError("POLA needs at least one similar or dissimilar pair")
         rng = check_random_state(self.random_state)
-        d = X.shape[1]
-        state = PolaState(d)
+        A, state = pola_state(np.zeros((X.shape[1], X.shape[1])))
+        s = state[0]  # a view: follows the compiled updates
         trace = {k: [] for k in TRACE_KEYS}
         log_every = int(self.log_every)
         epoch, n_rounds, updates_in_epoch = 0, 0, -1
         for epoch in range(1, self.n_epochs + 1):
             order = rng.permutation(len(pairs)) if self.shuffle else np.arange(len(pairs))
-            D = pair_differences(X, pairs[order])  # the pass's difference rows, in order
+            D = np.ascontiguousarray(pair_differences(X, pairs[order]))  # rows in order
             Y = labels[order]
-            norms2 = np.einsum("ij,ij->i", D, D)
-            updates_before = state.n_updates
-            for v, y_t, nv2 in zip(D, Y, norms2):
-                state.round(v, float(y_t), float(nv2))
-                n_rounds += 1
+            updates_before = s["n_updates"]
+            # the compiled pass runs between two trace records (log_every rounds at a time)
+            cuts = np.arange(log_every - n_rounds % log_every, len(Y), log_every)
+            for D_chunk, Y_chunk in zip(np.split(D, cuts), np.split(Y, cuts)):
+                _pola_pass(A, state, D_chunk, Y_chunk)
+                n_rounds += len(Y_chunk)
                 if n_rounds % log_every == 0:
-                    _log(trace, state, n_rounds, start)
-            updates_in_epoch = state.n_updates - updates_before
+                    _log(trace, s, n_rounds, start)
+            updates_in_epoch = s["n_updates"] - updates_before
             if updates_in_epoch == 0:
                 break
-        if not trace["round"] or trace["round"][-1] != n_rounds:
-            _log(trace, state, n_rounds, start)
-        A = state.matrix()
+        if not trace["iteration"] or trace["iteration"][-1] != n_rounds:
+            _log(trace, s, n_rounds, start)
         self.components_ = components_from_psd(A)
         self.metric_ = self.components_.T @ self.components_
-        self.threshold_ = float(state.b)
+        self.threshold_ = float(s["b"])
         q = pair_sq_distances(X @ self.components_.T, pairs)
-        self.objective_ = float(np.mean(np.maximum(0.0, labels * (q - state.b) + 1.0)))
-        self.online_loss_ = float(state.loss)
-        self.n_mistakes_ = int(state.mistakes)
-        self.n_updates_ = int(state.n_updates)
-        self.n_eigensolves_ = int(state.n_eig)
-        self.n_psd_projections_ = int(state.n_proj)
+        self.objective_ = float(np.mean(np.maximum(0.0, labels * (q - s["b"]) + 1.0)))
+        self.online_loss_ = float(s["loss"])
+        self.n_mistakes_ = int(s["mistakes"])
+        self.n_updates_ = int(s["n_updates"])
+        self.n_eigensolves_ = int(s["n_eig"])
+        self.n_psd_projections_ = int(s["n_proj"])
         self.n_iter_ = int(n_rounds)
         self.n_epochs_ = int(epoch)
         self.converged_ = bool(updates_in_epoch == 0)
+        self.optimality_ = float("nan")
         self.trace_ = {k: np.asarray(vals, dtype=float) for k, vals in trace.items()}
 
 
-def _log(trace, state, n_rounds, start):
-    for key, val in zip(TRACE_KEYS, (n_rounds, state.loss, state.sq_loss, state.mistakes, state.b,
+def _log(trace, s, n_rounds, start):
+    for key, val in zip(TRACE_KEYS, (n_rounds, s["loss"], s["sq_loss"], s["mistakes"], s["b"],
                                      time.perf_counter() - start)):
         trace[key].append(val)
-
-
-class PolaState:
-    """The POLA iterate ``(A, b)`` and its online statistics; one :meth:`round` per example.
-
-    ``A`` is kept in Fortran order with only its upper triangle valid (BLAS ``dsymv``/``dsyr``
-    and LAPACK ``dsyevr`` read and write that triangle); :meth:`matrix` returns the full
-    symmetric matrix. Starts at ``A_1 = 0, b_1 = 1`` (the paper's initialisation).
-    """
-
-    def __init__(self, d: int, A: np.ndarray | None = None, b: float = 1.0):
-        self.A = np.zeros((d, d), order="F") if A is None else np.array(A, dtype=float, order="F")
-        self.b = float(b)
-        # lower bound on λ_min(A): exact 0 at A = 0 (or computed; A must be PSD), kept valid by
-        # every update (A + α v vᵀ does not lower it, A − α v vᵀ lowers it by at most α‖v‖²)
-        self.lam_lb = 0.0 if A is None else float(np.linalg.eigvalsh(self.matrix())[0])
-        self.loss = self.sq_loss = 0.0
-        self.mistakes = self.n_updates = self.n_eig = self.n_proj = 0
-
-    def matrix(self) -> np.ndarray:
-        """The full symmetric ``A`` from its upper triangle."""
-        U = np.triu(self.A)
-        return U + np.triu(U, 1).T
-
-    def halfspace_projection(self, v: np.ndarray, y: float, nv2: float | None = None) -> float:
-        """Step 1: project ``(A, b)`` onto ``C_τ``; returns the loss ``ℓ_τ(A, b)`` before it.
-
-        ``Â = A − y α v vᵀ``, ``b̂ = b + y α`` with ``α = ℓ_τ / (‖v‖⁴ + 1)`` (in place).
-        """
-        if nv2 is None:
-            nv2 = float(v @ v)
-        q = float(v @ dsymv(1.0, self.A, v, lower=0))
-        if y * (self.b - q) <= 0.0:
-            self.mistakes += 1
-        loss = max(0.0, y * (q - self.b) + 1.0)
-        if loss > 0.0:
-            alpha = loss / (nv2 * nv2 + 1.0)
-            self.A = dsyr(-y * alpha, v, a=self.A, lower=0, overwrite_a=True)
-            self.b += y * alpha
-            if y > 0:  # a rank-one down-date: λ_min drops by at most α‖v‖²
-                self.lam_lb -= alpha * nv2
-        return loss
-
-    def psd_projection(self, y: float) -> None:
-        """Step 2: project onto ``C_a = {A ⪰ 0, b ≥ 1}`` after a half-space step of label y.
-
-        ``b ← max(b̂, 1)``. For ``y = −1`` Â = A + α v vᵀ is PSD: nothing to do. For ``y = +1``
-        Â has at most one negative eigenvalue (interlacing); it is removed with its eigenvector,
-        computed only when the lower bound ``lam_lb`` of ``λ_min(Â)`` is negative.
-        """
-        self.b = max(self.b, 1.0)
-        if y < 0 or self.lam_lb >= 0.0:
-            return
-        w, Z, _, _, info = dsyevr(self.A, compute_v=1, range="I", lower=0, il=1, iu=1)
-        if info != 0:  # pragma: no cover - LAPACK failure
-            raise np.linalg.LinAlgError(f"dsyevr failed (info = {info})")
-        self.n_eig += 1
-        lam = float(w[0])
-        if lam < 0.0:
-            self.A = dsyr(-lam, np.ascontiguousarray(Z[:, 0]), a=self.A, lower=0,
-                          overwrite_a=True)
-            self.n_proj += 1
-            self.lam_lb = 0.0
-        else:
-            self.lam_lb = lam
-
-    def round(self, v: np.ndarray, y: float, nv2: float | None = None) -> float:
-        """One POLA round on the pair difference ``v`` with label ``y``; returns its loss."""
-        loss = self.halfspace_projection(v, y, nv2)
-        if loss > 0.0:
-            self.psd_projection(y)
-            self.loss += loss
-            self.sq_loss += loss * loss
-            self.n_updates += 1
-        return loss
