@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import yaml
 from .constraints import GENERATORS
 from .errors import DMLBenchError
 from .evaluate import TIE_BREAKS
-from .preprocess import NORMALIZATIONS, Preprocessing
+from .preprocess import DTYPES, NORMALIZATIONS, Preprocessing
 from .registry import UnknownNameError
 
 BACKENDS = ("loky", "dask", "sequential")
@@ -115,7 +115,7 @@ class Experiment:
         return {
             "name": self.name, "description": self.description,
             "paper_table": list(self.paper_table) or None,
-            "datasets": [{"name": d.name, "label": d.label, **asdict(d.preprocessing),
+            "datasets": [{"name": d.name, "label": d.label, **d.preprocessing.to_dict(),
                           "n_samples": d.n_samples, "n_splits": d.n_splits,
                           **({"solvers": list(d.solvers)} if d.solvers else {})}
                          for d in self.datasets],
@@ -145,7 +145,7 @@ _TOP = {"name": (str, ...), "description": (str, ""), "paper_table": ((str, list
         "figures": (list, []), "notes": (dict, {}), "protocol": (list, [])}
 _DATASET = {"name": (str, ...), "label": (str, None), "normalize": (str, "zscore"),
             "pca": (int, None), "sqrt": (bool, False), "downscale": (int, None),
-            "n_samples": (int, None), "n_splits": (int, None), "solvers": (list, None)}
+            "dtype": (str, "float64"), "n_samples": (int, None), "n_splits": (int, None), "solvers": (list, None)}
 _SPLIT = {"train_fraction": ((int, float), 0.7), "validation_fraction": ((int, float), 0.0),
           "n_splits": (int, 10), "seed": (int, 0), "stratify": (bool, True),
           "predefined": (bool, False)}
@@ -308,7 +308,9 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
         if split["predefined"]:
             r.check(d["n_samples"] is None and (d["n_splits"] or 1) == 1, p,
                     "n_samples and n_splits > 1 do not apply with split.predefined")
-        prep = Preprocessing(d["normalize"], d["pca"], d["sqrt"], d["downscale"])
+        r.check(d["dtype"] in DTYPES, f"{p}.dtype",
+                f"must be one of {', '.join(DTYPES)}, got {d['dtype']!r}")
+        prep = Preprocessing(d["normalize"], d["pca"], d["sqrt"], d["downscale"], d["dtype"])
         datasets.append(DatasetEntry(d["name"], d["label"] or d["name"], prep, d["n_samples"],
                                      d["n_splits"], tuple(d["solvers"]) if d["solvers"] else None))
     _unique(r, [d.label for d in datasets], "datasets", "dataset label")

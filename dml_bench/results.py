@@ -27,8 +27,8 @@ RUN_COLUMNS = [
     "task_id", "experiment", "dataset", "split", "seed", "solver", "label", "solver_params",
     "preprocessing", "constraints", "n_train", "n_test", "n_features", "n_classes", "n_similar",
     "n_dissimilar", "n_triplets", "knn_k", "tie_break", "error", "fit_time", "fit_cpu_time",
-    "constraint_time", "n_iter", "objective", "converged", "n_nonzero_eigenvalues",
-    "n_features_90_energy", "tuned_params", "tuning_error",
+    "constraint_time", "n_iter", "objective", "converged", "optimality", "optimality_measure",
+    "n_nonzero_eigenvalues", "n_features_90_energy", "tuned_params", "tuning_error",
     "tuning_time", "blas_threads", "n_jobs", "timing_mode", "dmlbench_version", "finished_at",
 ]
 #: ``tuning.csv``: one row per (task, grid point, fold) fit of a ``tune:`` block

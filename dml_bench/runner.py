@@ -77,7 +77,7 @@ class Task:
                   "params": self.solver_params(tuned=False)}
         if self.solver.tune:
             solver["tune"] = self.solver.tune.to_dict()
-        dataset = asdict(self.dataset)
+        dataset = {**asdict(self.dataset), "preprocessing": self.dataset.preprocessing.to_dict()}
         if dataset["solvers"] is None:  # keep the ids of configs without the restriction
             del dataset["solvers"]
         key = {"dataset": dataset, "split": self.split, "solver": solver,
@@ -250,7 +250,7 @@ def run_task(task: Task, blas_threads: int = BLAS_THREADS, n_jobs: int = 1,
         "task_id": task.task_id, "experiment": task.experiment, "dataset": task.dataset.label,
         "split": task.split, "seed": split_seed, "solver": task.solver.name,
         "label": task.solver.label, "solver_params": json.dumps(task.solver_params(), sort_keys=True),
-        "preprocessing": json.dumps({**asdict(task.dataset.preprocessing),
+        "preprocessing": json.dumps({**task.dataset.preprocessing.to_dict(),
                                      "n_samples": task.dataset.n_samples}, sort_keys=True),
         "constraints": json.dumps({"generator": task.generator, **dict(task.generator_params)}),
         "n_train": len(y_train), "n_test": len(y_test), "n_features": X_train.shape[1],
@@ -259,6 +259,8 @@ def run_task(task: Task, blas_threads: int = BLAS_THREADS, n_jobs: int = 1,
         "constraint_time": c_time, "n_iter": getattr(solver, "n_iter_", None),
         "objective": getattr(solver, "objective_", None),
         "converged": getattr(solver, "converged_", None),
+        "optimality": getattr(solver, "optimality_", None),
+        "optimality_measure": getattr(solver, "optimality_measure", ""),
         "n_nonzero_eigenvalues": sparsity[0], "n_features_90_energy": sparsity[1],
         "tuned_params": json.dumps(dict(task.tuned), sort_keys=True) if task.tuned else "",
         "tuning_error": task.tuning_error, "tuning_time": task.tuning_time,

@@ -8,7 +8,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from dml_bench.solvers import DMLEig
 from dml_bench.solvers.dml_eig import _assemble_iterate
-from dml_bench.solvers.linalg import components_from_psd, top_eigenvector
+from dml_bench.solvers.linalg import components_from_psd, top_eigenvector, weighted_outer_sum
 from problems import diffs, random_pair_problem
 
 cp = pytest.importorskip("cvxpy")
@@ -101,6 +101,26 @@ def test_top_eigenvector_all_paths_match_dense_eigh(n, d):
     expected = np.linalg.eigh((D * w[:, None]).T @ D)[1][:, -1]
     v = top_eigenvector(D, w, v0=rng.normal(size=d))
     assert abs(v @ expected) == pytest.approx(1.0, abs=1e-8)
+    # float32 rows: the products over them in single precision, the vector in double. Davis–Kahan:
+    # sin θ ≤ 2‖ΔG‖/gap, with ‖ΔG‖ ≤ the rounding of D plus n ε₃₂ Σ w‖d‖² of the product
+    v32 = top_eigenvector(D.astype(np.float32), w, v0=rng.normal(size=d))
+    assert v32.dtype == np.float64
+    G = (D * w[:, None]).T @ D
+    D32 = D.astype(np.float32).astype(np.float64)
+    dG = np.linalg.norm((D32 * w[:, None]).T @ D32 - G, 2) + n * np.finfo(np.float32).eps * (
+        w @ np.einsum("ij,ij->i", D, D))
+    lam = np.linalg.eigvalsh(G)
+    sin = min(1.0, 2 * dG / (lam[-1] - lam[-2]))
+    assert abs(v32 @ expected) >= np.sqrt(1 - sin ** 2) - 1e-8
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_weighted_outer_sum_is_the_sum_of_outer_products(signed):
+    """The syrk path (w ≥ 0) and the GEMM path (signed w) against the plain sum over rows."""
+    rng = np.random.default_rng(5)
+    D, w = rng.normal(size=(40, 6)), rng.random(40) - (0.5 if signed else 0.0)
+    expected = sum(wi * np.outer(di, di) for di, wi in zip(D, w))
+    np.testing.assert_allclose(weighted_outer_sum(D, w), expected, rtol=1e-12, atol=1e-12)
 
 
 def test_components_from_psd_reconstructs():

@@ -1,9 +1,12 @@
 """Base class of the metric learners (scikit-learn estimator conventions, as metric-learn).
 
 A solver's constructor takes only hyper-parameters; ``fit`` learns ``metric_`` (M),
-``components_`` (L with M = LᵀL), ``n_iter_``, ``objective_`` and ``trace_`` (per-iteration
-objective, optimality measure and elapsed time). ``constraint_kind`` says what ``fit`` consumes:
-``"pairs"`` (similar/dissimilar), ``"triplets"``, ``"labels"`` or ``"none"``.
+``components_`` (L with M = LᵀL), ``n_iter_``, ``objective_``, ``trace_`` (per-iteration
+objective, optimality measure and elapsed time) and ``optimality_``: the optimality measure at the
+returned metric, named by the class attribute ``optimality_measure`` (``"relative_duality_gap"``,
+``"closed_form"`` with value 0, ``"none (…)"`` with value NaN, …; see each solver's Attributes).
+``constraint_kind`` says what ``fit`` consumes: ``"pairs"`` (similar/dissimilar), ``"triplets"``,
+``"labels"`` or ``"none"``.
 """
 
 from __future__ import annotations
@@ -21,8 +24,22 @@ class MetricLearner(TransformerMixin, BaseEstimator):
     """Mahalanobis metric learner: ``d_M(x, z)² = (x − z)ᵀ M (x − z)``."""
 
     constraint_kind: ClassVar[str] = "none"
+    #: what ``optimality_`` measures (set by every solver)
+    optimality_measure: ClassVar[str]
     #: solvers that work on ``scipy.sparse`` CSR input without densifying ``X`` set this
     accepts_sparse: ClassVar[bool] = False
+    #: solvers that keep float32 input in single precision for their hot products set this;
+    #: the others convert it to float64
+    preserves_float32: ClassVar[bool] = False
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = (["float64", "float32"] if self.preserves_float32
+                                                 else ["float64"])
+        return tags
+
+    def _input_dtypes(self):
+        return [np.float64, np.float32] if self.preserves_float32 else np.float64
 
     def fit(self, X, y=None, constraints: Constraints | None = None):
         """Learn the metric.
@@ -41,7 +58,7 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         -------
         self
         """
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2,
+        X = validate_data(self, X, dtype=self._input_dtypes(), ensure_min_samples=2,
                           accept_sparse="csr" if self.accepts_sparse else False)
         if self.constraint_kind in ("pairs", "triplets") and constraints is None:
             if y is None:
@@ -56,9 +73,9 @@ class MetricLearner(TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Map ``X`` into the learned space: ``X Lᵀ`` (Euclidean there = ``d_M`` here)."""
         check_is_fitted(self, "components_")
-        X = validate_data(self, X, dtype=np.float64, reset=False,
+        X = validate_data(self, X, dtype=self._input_dtypes(), reset=False,
                           accept_sparse="csr" if self.accepts_sparse else False)
-        return np.asarray(X @ self.components_.T)
+        return np.asarray(X @ self.components_.T.astype(X.dtype, copy=False))
 
     def pair_distances(self, X, pairs):
         """Squared Mahalanobis distances of ``pairs`` (rows of indices into ``X``), row-wise."""

@@ -32,13 +32,16 @@ from .base import MetricLearner
 from .linalg import check_square_memory, components_from_psd, weighted_pair_outer_sum
 
 
-def _set_linear_map(est, L, objective=float("nan"), n_iter=0, converged=True, trace=None):
-    """Store ``components_ = L`` and ``metric_ = LᵀL`` plus the bookkeeping attributes."""
+def _set_linear_map(est, L, objective=float("nan"), n_iter=0, converged=True, trace=None,
+                    optimality=0.0):
+    """Store ``components_ = L`` and ``metric_ = LᵀL`` plus the bookkeeping attributes (the
+    defaults are those of a closed form)."""
     est.components_ = np.ascontiguousarray(L, dtype=np.float64)
     est.metric_ = est.components_.T @ est.components_
     est.objective_ = float(objective)
     est.n_iter_ = int(n_iter)
     est.converged_ = bool(converged)
+    est.optimality_ = float(optimality)
     est.trace_ = {} if trace is None else {k: np.asarray(v, dtype=float) for k, v in trace.items()}
 
 
@@ -79,6 +82,9 @@ class NCA(MetricLearner):
         points) at the returned map.
     n_iter_ : int
         L-BFGS iterations (callbacks; scikit-learn's ``n_iter_`` is one more).
+    optimality_ : float
+        ∞-norm of the gradient of the NCA loss at the returned map, what L-BFGS-B's ``pgtol``
+        (``tol``) tests (``optimality_measure`` ``"projected_gradient_norm"``).
     trace_ : dict
         ``time`` per L-BFGS iteration (from scikit-learn's callback).
 
@@ -89,6 +95,7 @@ class NCA(MetricLearner):
     """
 
     constraint_kind = "labels"
+    optimality_measure = "projected_gradient_norm"
     #: n×n float64 arrays alive at once in scikit-learn's loss and gradient (4.1 measured)
     _n_pairwise = 5
 
@@ -113,9 +120,11 @@ class NCA(MetricLearner):
             callback=lambda L, it: times.append(time.perf_counter() - start))
         nca.fit(X, y)
         converged = len(times) < self.max_iter  # L-BFGS stopped before its iteration cap
+        # L-BFGS-B's pgtol test: ∞-norm of the gradient of scikit-learn's loss at the result
+        grad = nca._loss_grad_lbfgs(nca.components_.ravel(), X, y[:, None] == y[None, :])[1]
         self.estimator_ = nca
         _set_linear_map(self, nca.components_, nca_objective(X @ nca.components_.T, y),
-                        len(times), converged, {"time": times})
+                        len(times), converged, {"time": times}, float(np.abs(grad).max()))
         if not converged:
             warnings.warn(f"NCA did not converge in {self.max_iter} iterations",
                           ConvergenceWarning)
@@ -173,6 +182,11 @@ class LDA(MetricLearner):
     tol : float, default=1e-4
         Rank threshold of the ``"svd"`` solver.
 
+    Attributes
+    ----------
+    optimality_ : float
+        0.0: a closed form (``optimality_measure`` ``"closed_form"``).
+
     References
     ----------
     R. A. Fisher. The use of multiple measurements in taxonomic problems. Annals of Eugenics
@@ -180,6 +194,7 @@ class LDA(MetricLearner):
     """
 
     constraint_kind = "labels"
+    optimality_measure = "closed_form"
 
     def __init__(self, n_components=None, solver="svd", shrinkage=None, tol=1e-4):
         self.n_components = n_components
@@ -213,6 +228,11 @@ class PCAMetric(MetricLearner):
     random_state : int or None, default=None
         For the randomized SVD solver.
 
+    Attributes
+    ----------
+    optimality_ : float
+        0.0: a closed form (``optimality_measure`` ``"closed_form"``).
+
     References
     ----------
     K. Pearson. On lines and planes of closest fit to systems of points in space. Philosophical
@@ -220,6 +240,7 @@ class PCAMetric(MetricLearner):
     """
 
     constraint_kind = "none"
+    optimality_measure = "closed_form"
 
     def __init__(self, n_components=None, whiten=False, random_state=None):
         self.n_components = n_components
@@ -282,6 +303,8 @@ class RCA(MetricLearner):
         Ĉ.
     rank_ : int
         The number of rows of ``components_``: R (``ridge = 0``), d (``ridge > 0``) or k (cFLD).
+    optimality_ : float
+        0.0: a closed form (``optimality_measure`` ``"closed_form"``).
 
     References
     ----------
@@ -290,6 +313,7 @@ class RCA(MetricLearner):
     """
 
     constraint_kind = "labels"
+    optimality_measure = "closed_form"
 
     def __init__(self, n_components=None, chunk_size=None, n_chunks=None, ridge=0.0,
                  rank_tol=1e-10, random_state=None):
@@ -419,6 +443,9 @@ class LDML(MetricLearner):
         b.
     objective_ : float
         ℒ(M, b), the log-likelihood (sum over pairs).
+    optimality_ : float
+        The gradient-mapping norm of ℒ/N (``kkt``, what ``tol`` tests) at the returned (M, b)
+        (``optimality_measure`` ``"projected_gradient_norm"``).
     trace_ : dict
         Per iteration ``objective`` (ℒ), ``kkt`` (gradient-mapping norm of ℒ/N), ``step``,
         ``time``.
@@ -430,6 +457,7 @@ class LDML(MetricLearner):
     """
 
     constraint_kind = "pairs"
+    optimality_measure = "projected_gradient_norm"
 
     def __init__(self, psd=False, max_iter=1000, tol=1e-6, learning_rate=1.0, init_b="mean"):
         self.psd = psd
@@ -462,13 +490,18 @@ class LDML(MetricLearner):
         N = len(pairs)
         f, p = ldml_loglik(Xs, pairs, t, M, b)
         step = self.learning_rate
-        trace = {k: [] for k in ("objective", "kkt", "step", "time")}
-        converged = False
-        for it in range(1, self.max_iter + 1):
+
+        def ascent(M, b, p):
+            """The gradient of ℒ/N at (M, b) and the norm of its gradient mapping."""
             GM, Gb = ldml_gradient(Xs, pairs, t, p)
             GM /= N
             Gb /= N
-            kkt = _gradient_mapping_norm(M, b, GM, Gb, self.psd)
+            return GM, Gb, _gradient_mapping_norm(M, b, GM, Gb, self.psd)
+
+        trace = {k: [] for k in ("objective", "kkt", "step", "time")}
+        converged = False
+        for it in range(1, self.max_iter + 1):
+            GM, Gb, kkt = ascent(M, b, p)
             if kkt <= self.tol:
                 converged = True
                 trace["objective"].append(f)
@@ -504,7 +537,7 @@ class LDML(MetricLearner):
         self.raw_metric_ = M_orig
         self.bias_ = float(b)
         _set_linear_map(self, components_from_psd(M_orig), f, len(trace["time"]), converged,
-                        trace)
+                        trace, ascent(M, b, p)[2])
 
 
 def ldml_distances(X: np.ndarray, pairs: np.ndarray, M: np.ndarray,

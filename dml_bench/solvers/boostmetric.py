@@ -96,6 +96,11 @@ class BoostMetric(MetricLearner):
         Iterations run (eigen-problems solved).
     converged_ : bool
         Whether the dual-feasibility rule (step 3) was met.
+    optimality_ : float
+        Relative dual infeasibility ``(λ_max(Σ_r u_r A_r) − v)₊ / λ₁`` at the returned X, the
+        quantity step 3 tests (``optimality_measure`` ``"relative_dual_infeasibility"``; 0 once
+        u is dual feasible, when ``trace_["gap"]`` bounds the sub-optimality); ``inf`` when
+        ``unbounded_``.
     unbounded_ : bool
         A base learner satisfied every triplet with margin ``min_r H_rj ≥ v``: its weight has no
         finite minimiser (g decreases for ever) and (P1) is unbounded below. The fit stops with
@@ -118,6 +123,7 @@ class BoostMetric(MetricLearner):
     """
 
     constraint_kind = "triplets"
+    optimality_measure = "relative_dual_infeasibility"
 
     def __init__(self, v=1e-7, max_iter=1000, tol=1e-9, update="stagewise"):
         self.v = v
@@ -150,16 +156,22 @@ class BoostMetric(MetricLearner):
         rho = np.zeros(n_trip)  # margins ⟨A_r, X⟩ at X = 0
         vecs, weights = [], []
         trace = {k: [] for k in ("objective", "lambda_max", "gap", "weight", "time")}
-        lam_1, converged, unbounded = None, False, False
-        for t in range(1, int(self.max_iter) + 1):
+
+        def base_learner(rho):
+            """At margins ρ: log Σ exp(−ρ), u, the top eigenvector v of Â = Σ u_r A_r (step 2),
+            H_r = ⟨A_r, v vᵀ⟩ and λ_max(Â)."""
             lse = logsumexp(-rho)
             u = np.exp(-rho - lse)  # u_r ∝ exp(−ρ_r) = step 5's product of exp(−w_j H_rj)
             c = np.bincount(impostor, u, n_pairs) - np.bincount(target, u, n_pairs)
-            vec = _top_eigenvector(weighted_pair_outer_sum(X, pairs, c))  # step 2: Â = Σ u_r A_r
+            vec = _top_eigenvector(weighted_pair_outer_sum(X, pairs, c))
             z = X @ vec
             p = (z[pairs[:, 0]] - z[pairs[:, 1]]) ** 2  # (d_p·v)² for every distinct pair
             H = p[impostor] - p[target]  # H_rt = ⟨A_r, v vᵀ⟩ = (a_r·v)² − (b_r·v)²
-            lam = float(u @ H)  # vᵀ Â v = λ_max(Â)
+            return lse, u, vec, H, float(u @ H)  # vᵀ Â v = λ_max(Â)
+
+        lam_1, converged, unbounded = None, False, False
+        for t in range(1, int(self.max_iter) + 1):
+            lse, u, vec, H, lam = base_learner(rho)
             lam_1 = lam if lam_1 is None else lam_1
             trace_x = float(np.sum(weights))
             for key, val in zip(trace, (lse + nu * trace_x, lam, nu * trace_x - u @ rho, 0.0,
@@ -192,6 +204,7 @@ class BoostMetric(MetricLearner):
                 ConvergenceWarning)
             V, w_arr = vec[None, :], np.ones(1)
             objective = -np.inf
+            optimality = np.inf
         else:
             objective = float(logsumexp(-rho) + nu * w_arr.sum())
             if not converged:
@@ -199,6 +212,8 @@ class BoostMetric(MetricLearner):
                     f"BoostMetric did not converge in {self.max_iter} iterations "
                     f"(last λ_max(Σ u_r A_r) − v = {trace['lambda_max'][-1] - nu:.3g})",
                     ConvergenceWarning)
+                lam = base_learner(rho)[-1]  # at the returned X
+            optimality = (lam - nu) / abs(lam_1) if lam > nu else 0.0
         self.base_learners_ = V
         self.weights_ = w_arr
         self.metric_ = (V.T * w_arr) @ V
@@ -207,6 +222,7 @@ class BoostMetric(MetricLearner):
         self.n_iter_ = len(trace["time"])
         self.converged_ = converged
         self.unbounded_ = unbounded
+        self.optimality_ = float(optimality)
         self.trace_ = {k: np.asarray(vals, dtype=float) for k, vals in trace.items()}
 
 

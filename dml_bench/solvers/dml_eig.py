@@ -65,6 +65,11 @@ class DMLEig(MetricLearner):
     init : {"identity"}, default="identity"
         ``S_1 = I/d``.
 
+    float32 input (``preserves_float32``; the ``dtype: float32`` preprocessing option) keeps the
+    whitened differences Z in single precision: the per-iteration passes over the pairs (the
+    gradient GEMM and ``p = (Z v)²``) run in float32, while the whitening, the d×d
+    eigenproblem, q, the softmax weights and the iterate stay in float64.
+
     Attributes
     ----------
     metric_ : ndarray (d, d)
@@ -75,6 +80,10 @@ class DMLEig(MetricLearner):
         ``min_τ ⟨X_τ, M⟩``, the objective of Eq. (3) at the returned M.
     n_iter_ : int
     converged_ : bool
+    optimality_ : float
+        Relative duality gap ``gap/|f_μ|`` at the returned iterate (``optimality_measure``
+        ``"relative_duality_gap"``; the ``stopping="gap"`` test), an upper bound on the relative
+        sub-optimality of ``f_μ``.
     trace_ : dict of ndarray
         Per iteration: ``objective`` (f_μ, scaled units), ``min_distance`` (f), ``gap``,
         ``time`` (seconds since the start of ``fit``).
@@ -87,6 +96,8 @@ class DMLEig(MetricLearner):
     """
 
     constraint_kind = "pairs"
+    optimality_measure = "relative_duality_gap"
+    preserves_float32 = True
 
     def __init__(self, mu=1e-4, tol=1e-5, max_iter=1000, stopping="gap", ridge=1e-2,
                  ridge_mode="relative", scale="none", weight_threshold=1e-12,
@@ -111,20 +122,15 @@ class DMLEig(MetricLearner):
                           self.ridge_mode, self.scale)
         n_pairs, d = Z.shape
         mu = self.mu
-        q = np.einsum("ij,ij->i", Z, Z) / d  # q_τ at S_1 = I/d
+        q = np.einsum("ij,ij->i", Z, Z, dtype=np.float64) / d  # q_τ at S_1 = I/d
         vecs, alphas = [], []  # S_t = (1 − α_1)…(1 − α_{t−1}) I/d + Σ_j α_j Π_{i>j}(1 − α_i) v_j v_jᵀ
         trace = {k: [] for k in ("objective", "min_distance", "gap", "time")}
         v, converged, f_prev = None, False, np.inf  # v: warm start of the eigensolver
         for t in range(1, self.max_iter + 1):
-            f_mu, w = _smoothed_min(q, mu)
+            f_mu, v, p, gap = _frank_wolfe_vertex(Z, q, mu, self.weight_threshold, v)
             if self.stopping == "objective" and abs(f_mu - f_prev) < self.tol:
                 converged = True
                 break
-            keep = w > self.weight_threshold * w.max()
-            Z_keep, w_keep = (Z, w) if keep.all() else (Z[keep], w[keep])
-            v = top_eigenvector(Z_keep, w_keep, v0=v)
-            p = (Z @ v) ** 2  # ⟨X̃_τ, v vᵀ⟩ for every pair: the one full pass per iteration
-            gap = float(w_keep @ p[keep] - w @ q)
             for key, val in zip(trace, (f_mu, q.min(), gap, time.perf_counter() - start)):
                 trace[key].append(val)
             if self.stopping == "gap" and gap <= self.tol * abs(f_mu):
@@ -138,6 +144,8 @@ class DMLEig(MetricLearner):
         if not converged:
             warnings.warn(f"DML-eig did not converge in {self.max_iter} iterations "
                           f"(last duality gap {trace['gap'][-1]:.3g})", ConvergenceWarning)
+            # the returned iterate is one step past the last gap evaluated in the loop
+            f_mu, _, _, gap = _frank_wolfe_vertex(Z, q, mu, self.weight_threshold, v)
         S = _assemble_iterate(np.array(vecs).reshape(-1, d), np.array(alphas), d)
         L_inv = scipy.linalg.solve_triangular(L, np.eye(d), lower=True)
         self.components_ = components_from_psd(S, right=L_inv)
@@ -146,7 +154,20 @@ class DMLEig(MetricLearner):
         self.scale_ = float(c2)
         self.n_iter_ = len(trace["gap"])
         self.converged_ = converged
+        self.optimality_ = float(gap / abs(f_mu))
         self.trace_ = {k: np.asarray(vals) for k, vals in trace.items()}
+
+
+def _frank_wolfe_vertex(Z, q, mu, weight_threshold, v0):
+    """At the iterate with values ``q``: ``f_μ``, the vertex ``v`` (top eigenvector of ∇f_μ,
+    warm-started at ``v0``), ``p = (Z v)²`` and the duality gap ``vᵀ∇f_μ v − wᵀq``."""
+    f_mu, w = _smoothed_min(q, mu)
+    keep = w > weight_threshold * w.max()
+    Z_keep, w_keep = (Z, w) if keep.all() else (Z[keep], w[keep])
+    v = top_eigenvector(Z_keep, w_keep, v0=v0)
+    # ⟨X̃_τ, v vᵀ⟩ for every pair: the one full pass per iteration (in Z's precision)
+    p = (Z @ v.astype(Z.dtype)).astype(np.float64) ** 2
+    return f_mu, v, p, float(w_keep @ p[keep] - w @ q)
 
 
 def check_frank_wolfe_params(est) -> None:
@@ -180,9 +201,11 @@ def whiten(X, similar, pairs, ridge, ridge_mode, scale):
     -------
     L : ndarray (d, d), lower triangular
     Z : ndarray (n_pairs, d)
-        The scaled whitened differences, one row per pair.
+        The scaled whitened differences, one row per pair, in ``X``'s precision (computed in
+        double precision).
     c2 : float
     """
+    dtype, X = X.dtype, X.astype(np.float64, copy=False)
     XS = weighted_outer_sum(pair_differences(X, similar))
     d = X.shape[1]
     delta = ridge * (np.trace(XS) / d if ridge_mode == "relative" else 1.0)
@@ -194,7 +217,7 @@ def whiten(X, similar, pairs, ridge, ridge_mode, scale):
             "feature space)") from None
     Z = scipy.linalg.solve_triangular(L, pair_differences(X, pairs).T, lower=True).T
     c2 = d / np.einsum("ij,ij->", Z, Z) * len(Z) if scale == "unit_mean" else 1.0
-    return L, np.ascontiguousarray(Z * np.sqrt(c2)), c2
+    return L, np.ascontiguousarray(Z * np.sqrt(c2), dtype=dtype), c2
 
 
 def _assemble_iterate(V: np.ndarray, alphas: np.ndarray, d: int) -> np.ndarray:

@@ -47,6 +47,8 @@ class KernelELM(ScaledKernelClassifier):
         1 (a closed-form solve).
     objective_ : None
     converged_ : bool
+    optimality_ : float
+        0.0: a closed form (``optimality_measure`` ``"closed_form"``).
     trace_ : dict
         Empty.
 
@@ -57,6 +59,8 @@ class KernelELM(ScaledKernelClassifier):
     C. Shen, J. Kim, F. Liu, L. Wang and A. van den Hengel. Efficient dual approach to distance
     metric learning. IEEE TNNLS 25(2), 2014, §IV-A.
     """
+
+    optimality_measure = "closed_form"
 
     def __init__(self, C=1.0, gamma=1.0, scale=None):
         self.C = C
@@ -76,6 +80,7 @@ class KernelELM(ScaledKernelClassifier):
         self.dual_coef_ = scipy.linalg.solve(system, T, assume_a="pos", overwrite_a=True)
         self.X_fit_ = X
         self.n_iter_, self.objective_, self.converged_, self.trace_ = 1, None, True, {}
+        self.optimality_ = 0.0
         return self
 
     def decision_function(self, X):

@@ -6,9 +6,16 @@ from .base import MetricLearner
 
 
 class Euclidean(MetricLearner):
-    """Identity metric; ``fit`` only records the dimension."""
+    """Identity metric; ``fit`` only records the dimension.
+
+    Attributes
+    ----------
+    optimality_ : float
+        0.0: nothing to optimise (``optimality_measure`` ``"closed_form"``).
+    """
 
     constraint_kind = "none"
+    optimality_measure = "closed_form"
 
     def _fit(self, X, y, constraints):
         d = X.shape[1]
@@ -17,4 +24,5 @@ class Euclidean(MetricLearner):
         self.n_iter_ = 0
         self.objective_ = float("nan")
         self.converged_ = True
+        self.optimality_ = 0.0
         self.trace_ = {}

@@ -92,6 +92,10 @@ class FrobMetric(MetricLearner):
     n_iter_ : int
         L-BFGS-B iterations.
     converged_ : bool
+    optimality_ : float
+        Relative duality gap ``(P(X_u) − D(u)) / P(X_u)`` at the returned point
+        (``optimality_measure`` ``"relative_duality_gap"``; the ``stopping="gap"`` test, a bound
+        on the relative primal sub-optimality, whatever ``stopping``).
     trace_ : dict of ndarray
         Per L-BFGS-B iteration: ``objective`` (dual Eq. (5)), ``primal`` ((P3) at ``X_u``),
         ``gap`` (primal − dual, ≥ 0), ``pg_norm`` (∞-norm of the projected gradient of the dual
@@ -112,6 +116,7 @@ class FrobMetric(MetricLearner):
     """
 
     constraint_kind = "triplets"
+    optimality_measure = "relative_duality_gap"
 
     def __init__(self, C=1.0, tol=1e-5, max_iter=1000, stopping="gap", max_corrections=10):
         self.C = C
@@ -161,6 +166,7 @@ class FrobMetric(MetricLearner):
         self.dual_objective_ = float(final["objective"])
         self.n_iter_ = int(res.nit)
         self.converged_ = bool(converged)
+        self.optimality_ = float(final["gap"] / abs(final["primal"]))
         self.trace_ = trace
 
 

@@ -25,8 +25,18 @@ def pair_differences(X: np.ndarray, pairs: np.ndarray) -> np.ndarray:
 
 
 def weighted_outer_sum(D: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
-    """``Σ_τ w_τ d_τ d_τᵀ = Dᵀ diag(w) D`` as one GEMM (``w = 1`` when omitted)."""
-    return D.T @ D if w is None else (D * w[:, None]).T @ D
+    """``Σ_τ w_τ d_τ d_τᵀ = Dᵀ diag(w) D`` (``w = 1`` when omitted), in D's precision.
+
+    With ``w ≥ 0`` it is ``YᵀY`` for ``Y = diag(√w) D``, which numpy computes with BLAS ``syrk``
+    (one triangle: half the flops of a GEMM, and exactly symmetric); signed weights take a GEMM.
+    """
+    if w is None:
+        return D.T @ D
+    w = w.astype(D.dtype, copy=False)
+    if w.min(initial=0.0) >= 0:
+        Y = D * np.sqrt(w)[:, None]
+        return Y.T @ Y
+    return (D * w[:, None]).T @ D
 
 
 def top_eigenvector(D: np.ndarray, w: np.ndarray, v0: np.ndarray | None = None) -> np.ndarray:
@@ -38,20 +48,25 @@ def top_eigenvector(D: np.ndarray, w: np.ndarray, v0: np.ndarray | None = None) 
     ``v0`` (default: a fixed vector; ARPACK's own random start would depend on its earlier calls
     in the process, making results depend on task order): on G formed by one GEMM when there are more rows than ``d / 4``, matrix-free
     (``v ↦ Dᵀ(w ⊙ (D v))``, never forming G) when there are fewer.
+
+    A float32 ``D`` keeps the products over its rows in single precision; G (d×d) and the
+    eigensolver are double precision, and so is the returned vector.
     """
     n, d = D.shape
     if d <= DENSE_EIGH_MAX_DIM:
-        return np.linalg.eigh(weighted_outer_sum(D, w))[1][:, -1]
+        return np.linalg.eigh(weighted_outer_sum(D, w).astype(np.float64, copy=False))[1][:, -1]
     if v0 is None:
         v0 = np.random.default_rng(0).standard_normal(d)
     if n * 4 < d:
-        op = LinearOperator((d, d), matvec=lambda v: D.T @ (w * (D @ v.ravel())), dtype=D.dtype)
+        wd = w.astype(D.dtype, copy=False)
+        op = LinearOperator((d, d), dtype=np.float64, matvec=lambda v: (
+            D.T @ (wd * (D @ v.ravel().astype(D.dtype, copy=False)))).astype(np.float64))
     else:
-        op = weighted_outer_sum(D, w)
+        op = weighted_outer_sum(D, w).astype(np.float64, copy=False)
     try:
         return eigsh(op, k=1, which="LA", v0=v0, tol=1e-10)[1][:, 0]
     except ArpackNoConvergence:  # rare: fall back to the exact dense solution
-        G = weighted_outer_sum(D, w)
+        G = weighted_outer_sum(D, w).astype(np.float64, copy=False)
         return scipy.linalg.eigh(G, subset_by_index=[d - 1, d - 1])[1][:, 0]
 
 

@@ -112,6 +112,11 @@ class LMNN(MetricLearner):
         ``impostors="recompute"``, over the given triplets otherwise).
     n_iter_ : int
     converged_ : bool
+    optimality_ : float
+        The stopping rule's relative loss change (largest over the last three accepted steps, /ε;
+        ``optimality_measure`` ``"relative_objective_change"``) at the last iterate (``inf``
+        right after an impostor search; NaN when the fit stops at once, see Notes). ``validation``
+        can return an earlier iterate.
     n_active_ : int
         Active (positive-hinge) triplets at the returned L.
     best_iter_ : int
@@ -140,6 +145,7 @@ class LMNN(MetricLearner):
     """
 
     constraint_kind = "triplets"
+    optimality_measure = "relative_objective_change"
 
     def __init__(self, mu=0.5, margin=1.0, max_iter=1000, tol=1e-7, step_size=None,
                  step_growth=1.01, impostors="recompute", update_every=10, solver="L",
@@ -212,7 +218,7 @@ class LMNN(MetricLearner):
         best = (np.inf, L, 0)  # (validation error, L, iteration)
         if state[2].sum() == 0:  # no active triplet: nothing to push, see Notes
             self.validation_error_, self.best_iter_ = None, 0
-            self._finish(L, loss, 0, True, int(state[2].sum()), trace, start)
+            self._finish(L, loss, 0, True, np.nan, int(state[2].sum()), trace, start)
             return
         checks_since_best = 0
         G = prob.gradient(state)
@@ -222,7 +228,7 @@ class LMNN(MetricLearner):
                  else 0.1 * x_norm / max(np.linalg.norm(grad), np.finfo(float).tiny))
         alpha_min = 1e-14 * alpha
         accepted = [loss]
-        converged = False
+        converged, change = False, np.inf
         it = 0
         for it in range(1, self.max_iter + 1):
             if recompute and it % self.update_every == 0:
@@ -262,8 +268,8 @@ class LMNN(MetricLearner):
                 converged = True  # early stopping: the validation error stopped improving
                 break
             stalled = alpha < alpha_min
-            if stalled or (len(accepted) >= 4 and
-                           np.max(np.abs(np.diff(accepted[-4:]))) <= self.tol * abs(loss)):
+            change = _relative_change(accepted)
+            if stalled or (len(accepted) >= 4 and change <= self.tol):
                 if smooth > smooth_min:  # continuation: sharpen the smoothed hinge
                     smooth = max(smooth * 0.1, smooth_min)
                     loss, state = prob.loss(L, smooth)
@@ -300,7 +306,7 @@ class LMNN(MetricLearner):
         if recompute:  # the loss over all impostors at the returned L
             prob.set_impostors(*_search_impostors(X, y, targets, L, self.margin, self.chunk_size))
         loss, state = prob.loss(L)  # the exact (unsmoothed) ε
-        self._finish(L, loss, it, converged, int(state[2].sum()), trace, start)
+        self._finish(L, loss, it, converged, change, int(state[2].sum()), trace, start)
 
     def _hold_out(self, X, y, T):
         """Remove the validation part (``validation``) from the data and the triplets.
@@ -318,18 +324,27 @@ class LMNN(MetricLearner):
         T = T[(T >= 0).all(axis=1)]
         return X[keep], y[keep], T, (X[held], y[held])
 
-    def _finish(self, L, loss, n_iter, converged, n_active, trace, start):
+    def _finish(self, L, loss, n_iter, converged, optimality, n_active, trace, start):
         self.components_ = components_from_psd(L.T @ L)
         self.metric_ = self.components_.T @ self.components_
         self.objective_ = float(loss)
         self.n_iter_ = int(n_iter)
         self.converged_ = bool(converged)
+        self.optimality_ = float(optimality)
         self.n_active_ = n_active
         if not trace["objective"]:
             for key, val in zip(trace, (loss, 0.0, 0.0, n_active, time.perf_counter() - start,
                                         np.nan)):
                 trace[key].append(val)
         self.trace_ = {k: np.asarray(v) for k, v in trace.items()}
+
+
+def _relative_change(accepted):
+    """Largest change of the loss over the last (up to) three accepted steps, relative to the
+    last loss (``inf`` before any step): the stopping rule's measure."""
+    if len(accepted) < 2:
+        return np.inf
+    return float(np.max(np.abs(np.diff(accepted[-4:]))) / abs(accepted[-1]))
 
 
 class _Problem:

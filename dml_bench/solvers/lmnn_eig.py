@@ -110,6 +110,9 @@ class LMNNEig(MetricLearner):
         ``(metric_/f, slack_/f)`` is feasible for (7) with objective value 1/f.
     n_iter_ : int
     converged_ : bool
+    optimality_ : float
+        Relative duality gap ``gap/|f_μ|`` at the returned iterate (``optimality_measure``
+        ``"relative_duality_gap"``, as DML-eig).
     trace_ : dict of ndarray
         Per iteration: ``objective`` (f_μ, scaled units), ``min_value`` (f, scaled units), ``gap``,
         ``slack_step`` (True when the vertex of (24) was the ξ-vertex), ``time`` (seconds since
@@ -125,6 +128,7 @@ class LMNNEig(MetricLearner):
     """
 
     constraint_kind = "triplets"
+    optimality_measure = "relative_duality_gap"
 
     def __init__(self, gamma=0.5, mu=1e-4, tol=1e-5, max_iter=1000, stopping="gap", ridge=1e-2,
                  ridge_mode="relative", scale="none", weight_threshold=1e-12,
@@ -174,25 +178,30 @@ class LMNNEig(MetricLearner):
         xi = np.full(n_trip, 1.0 / n_trip)
         vecs, alphas = [], []  # S-vertex v/√γ, or 0 for a ξ-vertex (see _assemble_iterate)
         trace = {k: [] for k in ("objective", "min_value", "gap", "slack_step", "time")}
-        v, converged, f_prev = None, False, np.inf
-        for t in range(1, self.max_iter + 1):
+
+        def vertex(v0):
+            """At the current (S, ξ): f_μ, the vertex of (24) (v, p, τ*, ξ-vertex?), the gap."""
             value = margin + c2 * xi
             f_mu, w = _smoothed_min(value, mu)
-            if self.stopping == "objective" and abs(f_mu - f_prev) < self.tol:
-                converged = True
-                break
             # aggregated signed weight of each distinct row: Σ_τ w_τ C̃_τ = Rᵀ diag(row_w) R
             row_w = np.bincount(ia, w, minlength=n_rows) - np.bincount(ib, w, minlength=n_rows)
             keep = np.abs(row_w) >= self.weight_threshold * np.abs(row_w).max()
             # subset only when it pays for the copy; the rows left in have their exact weights
             R, rw = (rows[keep], row_w[keep]) if 2 * keep.sum() < n_rows else (rows, row_w)
-            v = top_eigenvector(R, rw, v0=v)
+            v = top_eigenvector(R, rw, v0=v0)
             p_rows = (rows @ v) ** 2  # the one full pass per iteration
             p = p_rows[ia] - p_rows[ib]  # c²⟨C̃_τ, v vᵀ⟩
             tau = int(np.argmax(w))
             slack_step, vertex_value = _lp_vertex(float(w @ p), c2 * w[tau], gamma)
-            gap = vertex_value - float(w @ value)
-            for key, val in zip(trace, (f_mu, value.min(), gap, slack_step,
+            return f_mu, v, p, tau, slack_step, vertex_value - float(w @ value)
+
+        v, converged, f_prev = None, False, np.inf
+        for t in range(1, self.max_iter + 1):
+            f_mu, v, p, tau, slack_step, gap = vertex(v)
+            if self.stopping == "objective" and abs(f_mu - f_prev) < self.tol:
+                converged = True
+                break
+            for key, val in zip(trace, (f_mu, (margin + c2 * xi).min(), gap, slack_step,
                                         time.perf_counter() - start)):
                 trace[key].append(val)
             if self.stopping == "gap" and gap <= self.tol * abs(f_mu):
@@ -212,6 +221,7 @@ class LMNNEig(MetricLearner):
         if not converged:
             warnings.warn(f"LMNN-eig did not converge in {self.max_iter} iterations "
                           f"(last duality gap {trace['gap'][-1]:.3g})", ConvergenceWarning)
+            f_mu, *_, gap = vertex(v)  # at the returned iterate
         S = _assemble_iterate(np.array(vecs).reshape(-1, d), np.array(alphas), d)
         L_inv = scipy.linalg.solve_triangular(L, np.eye(d), lower=True)
         self.components_ = components_from_psd(S, right=L_inv)
@@ -221,6 +231,7 @@ class LMNNEig(MetricLearner):
         self.scale_ = float(c2)
         self.n_iter_ = len(trace["gap"])
         self.converged_ = converged
+        self.optimality_ = float(gap / abs(f_mu))
         self.trace_ = {k: np.asarray(vals) for k, vals in trace.items()}
 
 

@@ -150,6 +150,7 @@ class _LowRankDMLBase(MetricLearner):
     """Shared parameter checks, sampling and result bookkeeping of the Zhang & Zhang solvers."""
 
     constraint_kind = "triplets"
+    optimality_measure = "none (fixed number of iterations)"
     #: step schedule: "sqrt" η_t = c/√t, "constant" η_t = c, "fw" γ_t = min(1, c/(t + 2))
     _schedule = "sqrt"
 
@@ -183,10 +184,11 @@ class _LowRankDMLBase(MetricLearner):
             return TripletEvaluator(X, triplets)
         return TripletEvaluator(X, triplets[rng.choice(len(triplets), self.n_eval, replace=False)])
 
-    def _finish(self, trace, n_iter, converged, objective):
+    def _finish(self, trace, n_iter, converged, objective, optimality=np.nan):
         self.n_iter_ = n_iter
         self.converged_ = converged
         self.objective_ = float(objective)
+        self.optimality_ = float(optimality)
         self.trace_ = {k: np.asarray(v, dtype=float) for k, v in trace.items()}
 
 
@@ -262,6 +264,8 @@ class SGDIncSVD(_LowRankDMLBase):
     objective_ : float
         F(W) over all training triplets at the returned W.
     n_iter_, converged_ : int, bool
+    optimality_ : float
+        NaN: no stopping rule (``optimality_measure`` ``"none (fixed number of iterations)"``).
     trace_ : dict of ndarray
         Per iteration: ``objective`` (evaluation-subset estimate, every ``log_every``), ``rank``,
         ``time`` (seconds since the start of ``fit``).
@@ -444,7 +448,11 @@ class _DenseBase(_LowRankDMLBase):
                           f"(last gap {trace['gap'][-1]:.3g})", ConvergenceWarning)
         # no stopping rule (tol = 0): the method runs its prescribed max_iter iterations
         self._finish(trace, len(trace["time"]), converged or tol == 0,
-                     hinge_objective(qt, qi, np.trace(W), self.lam))
+                     hinge_objective(qt, qi, np.trace(W), self.lam), self._optimality(W))
+
+    def _optimality(self, W):
+        """``optimality_`` at the returned W (no measure by default)."""
+        return np.nan
 
     def _report(self, W):
         """The matrix whose objective is logged (SGD-One: its projection)."""
@@ -471,6 +479,11 @@ class LowRankGD(_DenseBase):
     memory_limit_gb : float or None, default=None
         Memory the d×d arrays may use; None: the memory available now (``MemoryError`` before any
         d×d allocation when 4 d×d float64 arrays exceed it).
+
+    Attributes
+    ----------
+    optimality_ : float
+        NaN: no stopping rule (``optimality_measure`` ``"none (fixed number of iterations)"``).
 
     References
     ----------
@@ -507,6 +520,11 @@ class LowRankSGD(_DenseBase):
     memory_limit_gb : float or None, default=None
         As :class:`LowRankGD`.
 
+    Attributes
+    ----------
+    optimality_ : float
+        NaN: no stopping rule (``optimality_measure`` ``"none (fixed number of iterations)"``).
+
     References
     ----------
     J. Zhang and L. Zhang. AAAI 2017, §Experiments.
@@ -532,8 +550,9 @@ class LowRankSGD(_DenseBase):
 class LowRankSGDBatch(LowRankSGD):
     """SGD-Batch of Fig. 2 (Qian et al. 2015a): mini-batches of 10 triplets, constant step.
 
-    Same parameters as :class:`LowRankSGD`; ``batch_size`` defaults to 10 ("according to the
-    suggestion in (Qian et al. 2015a)") and ``step`` is a constant η (searched in the paper).
+    Same parameters and attributes as :class:`LowRankSGD`; ``batch_size`` defaults to 10
+    ("according to the suggestion in (Qian et al. 2015a)") and ``step`` is a constant η (searched
+    in the paper).
 
     References
     ----------
@@ -574,6 +593,12 @@ class LowRankFW(_DenseBase):
     memory_limit_gb : float or None, default=None
         As :class:`LowRankGD`.
 
+    Attributes
+    ----------
+    optimality_ : float
+        Relative duality gap ``gap/|F|`` at the returned W (``optimality_measure``
+        ``"relative_duality_gap"``; what ``tol`` tests).
+
     References
     ----------
     J. Zhang and L. Zhang. AAAI 2017, §Experiments; M. Jaggi. Revisiting Frank-Wolfe. ICML 2013.
@@ -581,6 +606,7 @@ class LowRankFW(_DenseBase):
 
     _schedule = "fw"
     _full_gradient = True
+    optimality_measure = "relative_duality_gap"
 
     def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=2.0, max_iter=500,
                  tol=0.0, memory_limit_gb=None):
@@ -597,13 +623,17 @@ class LowRankFW(_DenseBase):
         if self.tol < 0:
             raise ValueError(f"tol must be >= 0, got {self.tol}")
 
-    def _update(self, t, W, G, gamma):
+    def _vertex(self, W, G):
+        """The linear minimiser S and the gap ``⟨∇F(W), W − S⟩`` (G: the hinge gradient)."""
         G = G + self.lam * np.eye(len(W))              # ∇F = ∇f + λI
         theta, V = scipy.linalg.eigh(-G)
         s = linear_minimizer_eigenvalues(theta, self.tau, self.constraint)
         keep = s > 0
         S = (V[:, keep] * s[keep]) @ V[:, keep].T
-        gap = float(np.vdot(G, W - S))
+        return S, float(np.vdot(G, W - S))
+
+    def _update(self, t, W, G, gamma):
+        S, gap = self._vertex(W, G)
         stop = self.tol > 0 and gap <= self.tol * abs(self._last_f)
         W_new = W if stop else (1 - gamma) * W + gamma * S
         return W_new, {"gap": gap, "stop": stop}
@@ -612,6 +642,10 @@ class LowRankFW(_DenseBase):
         f, G = super()._gradient(X, triplets, W, rng)
         self._last_f = f
         return f, G
+
+    def _optimality(self, W):
+        f, G = self._full(W)
+        return self._vertex(W, G)[1] / abs(f)
 
 
 class LowRankSGDOne(_DenseBase):
@@ -642,6 +676,11 @@ class LowRankSGDOne(_DenseBase):
         that of the final solution's rule (projected average) at that iteration.
     memory_limit_gb : float or None, default=None
         As :class:`LowRankGD`.
+
+    Attributes
+    ----------
+    optimality_ : float
+        NaN: no stopping rule (``optimality_measure`` ``"none (fixed number of iterations)"``).
 
     References
     ----------

@@ -98,6 +98,10 @@ class SDPMetric(MetricLearner):
         f(X, ρ) of Eq. (8) at (``metric_``, ``rho_``).
     n_iter_ : int
     converged_ : bool
+    optimality_ : float
+        Relative Frank-Wolfe gap ``gap/|f|`` at (``metric_``, ``rho_``), recomputed from their
+        exact margins (``optimality_measure`` ``"relative_duality_gap"``; the ``stopping="gap"``
+        test, a bound on the relative sub-optimality; ≤ 0 gaps, optimal, are reported as 0).
     trace_ : dict of ndarray
         Per iteration t (ρ update at X_t, then the step from X_t): ``objective`` f(X_t, ρ_t),
         ``rho`` ρ_t, ``gap`` (Frank-Wolfe gap at (X_t, ρ_t)), ``alpha`` (step taken),
@@ -134,6 +138,7 @@ class SDPMetric(MetricLearner):
     """
 
     constraint_kind = "triplets"
+    optimality_measure = "relative_duality_gap"
 
     def __init__(self, loss="squared_hinge", C=0.1, h=0.5, tol=1e-5, max_iter=1000,
                  stopping="gap", c1=1e-4, c2=0.1, backtrack=0.5, max_line_search=60):
@@ -182,17 +187,23 @@ class SDPMetric(MetricLearner):
 
         trace = {key: [] for key in ("objective", "rho", "gap", "alpha", "wolfe_armijo",
                                      "wolfe_curvature", "n_active", "time")}
-        v, converged, f_prev = None, False, None
-        for _ in range(self.max_iter):
-            rho = loss.optimal_rho(m)  # Algorithm 1, line 3
+
+        def vertex(m, v0):
+            """At margins m: ρ (Algorithm 1, line 3), f, c, the vertex v of (18), p = ⟨A_r, v vᵀ⟩
+            and the Frank-Wolfe gap."""
+            rho = loss.optimal_rho(m)
             f, c = loss.value_and_weights(m, rho)
             # ∇_X f = Σ_r c_r A_r = Dᵀ diag(w) D over the pairs with non-zero signed weight
             w = np.bincount(ia, c, len(pairs)) - np.bincount(ib, c, len(pairs))
             act = np.flatnonzero(w)
-            v = top_eigenvector(X[pairs[act, 0]] - X[pairs[act, 1]], w[act], v0=v)  # problem (18)
+            v = top_eigenvector(X[pairs[act, 0]] - X[pairs[act, 1]], w[act], v0=v0)
             u = X @ v
             p = (u[i] - u[k]) ** 2 - (u[i] - u[j]) ** 2  # ⟨A_r, v vᵀ⟩, one pass over X
-            gap = float(c @ (p - m))  # ⟨∇_X f, v vᵀ − X⟩ = −⟨p, ∇F⟩
+            return rho, f, c, v, p, float(c @ (p - m))  # gap ⟨∇_X f, v vᵀ − X⟩ = −⟨p, ∇F⟩
+
+        v, converged, f_prev = None, False, None
+        for _ in range(self.max_iter):
+            rho, f, c, v, p, gap = vertex(m, v)
             if self.stopping == "gap":
                 stop = gap <= self.tol * abs(f)
             else:
@@ -223,10 +234,12 @@ class SDPMetric(MetricLearner):
         XL = X @ self.components_.T
         q = pair_sq_distances(XL, pairs)
         m = q[ia] - q[ib]
-        self.rho_ = float(loss.optimal_rho(m))
-        self.objective_ = float(loss.value_and_weights(m, self.rho_)[0])
+        rho, f, *_, gap = vertex(m, v)
+        self.rho_ = float(rho)
+        self.objective_ = float(f)
         self.n_iter_ = len(trace["objective"])
         self.converged_ = converged
+        self.optimality_ = max(gap, 0.0) / abs(f)
         self.trace_ = {key: np.asarray(vals) for key, vals in trace.items()}
 
 

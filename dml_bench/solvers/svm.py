@@ -108,6 +108,9 @@ class SVM(ScaledKernelClassifier):
     objective_ : None
     converged_ : bool
         Whether every pair's SMO stopped before its iteration cap.
+    optimality_ : float
+        NaN: libsvm does not report the KKT violation its SMO stopping rule tests
+        (``optimality_measure`` ``"none (not reported by libsvm)"``).
     trace_ : dict
         Empty (libsvm reports no per-iteration trace).
 
@@ -120,6 +123,8 @@ class SVM(ScaledKernelClassifier):
     C.-W. Hsu, C.-C. Chang and C.-J. Lin. A practical guide to support vector classification.
     Technical report, National Taiwan University, 2003, §2.2 (scaling) and §3.2 (grid search).
     """
+
+    optimality_measure = "none (not reported by libsvm)"
 
     def __init__(self, C=1.0, gamma="scale", scale=None):
         self.C = C
@@ -151,6 +156,7 @@ class SVM(ScaledKernelClassifier):
             self.dual_coef_[np.searchsorted(self.support_, rows), p] = coef
         self.intercept_ = np.array(intercepts)
         self.n_iter_, self.objective_, self.converged_, self.trace_ = n_iter, None, not capped, {}
+        self.optimality_ = float("nan")
         return self
 
     def _pair_grams(self, X, index):

@@ -96,6 +96,10 @@ class Xing(MetricLearner):
         ``Σ_{τ∈D} d_M(x_i, x_j)`` at the returned M (Eq. (1)).
     n_iter_ : int
     converged_ : bool
+    optimality_ : float
+        Relative Frank-Wolfe gap ``gap/g`` at the returned M (``optimality_measure``
+        ``"relative_duality_gap"``): a certificate, unlike the relative step the stopping rule
+        tests; ``inf`` where Eq. (1) is unbounded (see the module docstring).
     trace_ : dict of ndarray
         Per cycle: ``objective`` (Eq. (1) at the accepted iterate, normalised to ⟨X_S, M⟩ = 1),
         ``gap`` (Frank-Wolfe gap at it, an upper bound on the optimum minus ``objective``),
@@ -111,6 +115,7 @@ class Xing(MetricLearner):
     """
 
     constraint_kind = "pairs"
+    optimality_measure = "relative_duality_gap"
 
     def __init__(self, max_iter=100, tol=1e-3, step=0.1, projection="exact", eps=0.01,
                  max_proj=10000):
@@ -207,6 +212,7 @@ class Xing(MetricLearner):
                                                           dissimilar)).sum())
         self.n_iter_ = len(trace["delta"])
         self.converged_ = converged
+        self.optimality_ = float(gap / objective_n)
         self.trace_ = {k: np.asarray(vals, dtype=float) for k, vals in trace.items()}
 
 
