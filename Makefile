@@ -43,8 +43,14 @@ reproduce-precise:
 reproduction-report:
 	dmlbench report --all --readme README.md
 
+# the performance record: results/bench/ (paper_times*.csv/.md/.png: every timing row of the
+# papers, resumable; floor.csv: per-iteration time against the measured floor, USPS)
 bench:
-	$(PYTHON) benchmarks/bench_solvers.py
+	$(PYTHON) benchmarks/bench_paper_times.py
+	$(PYTHON) benchmarks/hardware_floor.py
+	$(PYTHON) benchmarks/bench_metric_learn.py
+	$(PYTHON) benchmarks/bench_scaling.py
+	$(PYTHON) benchmarks/bench_float32.py
 
 clean:
 	rm -rf results/quickstart results/*_quick .pytest_cache

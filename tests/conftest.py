@@ -7,6 +7,7 @@ Nothing here is autouse: the pipeline test modules opt in with
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,7 @@ def benchmark_script():
         path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses resolve their string annotations through it
         spec.loader.exec_module(module)
         return module
 

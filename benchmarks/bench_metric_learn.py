@@ -1,0 +1,200 @@
+"""Benchmark our LMNN, ITML, MMC, NCA and RCA side by side with metric-learn 0.7.0.
+
+Measures per (dataset, method, implementation, split) the fit's wall and CPU seconds (in the
+process that fits), its iterations and convergence, and the 3-NN test error in the learned space.
+Both implementations see the same stratified 70/30 splits (seed ``derive_seed(0, dataset, i)``),
+z-scored on the training part, with one BLAS thread and each library's default parameters: ours
+(MMC is our ``xing``) through the runner (:func:`dml_bench.runner.prepare_split`, whose k = 3
+target/impostor constraints they consume, and :func:`~dml_bench.runner.fit_task_solver`);
+metric-learn's supervised classes (``LMNN``, ``ITML_Supervised``, ``MMC_Supervised``, ``NCA``,
+``RCA_Supervised``, ``random_state`` = the split's seed) draw their own constraints from the labels.
+The error of both is :func:`dml_bench.evaluate.knn_error` on the transformed points, computed here.
+
+metric-learn needs scikit-learn <= 1.5, so it runs in its own virtual environment (``PINS``, built
+on first use at ``--venv``, default ``$DMLBENCH_METRIC_LEARN_VENV`` or
+``~/.cache/dml-bench/metric-learn-venv``) by ``metric_learn_worker.py``, which gets the splits in
+a temporary .npz and returns the transformed points (.npz) and timings (.json). Where that
+environment cannot be built, only our side is written. Output: ``metric_learn.csv`` (one row per
+fit) and ``metric_learn.md`` (means per dataset and method) in ``--out``.
+
+    python benchmarks/bench_metric_learn.py [--splits 3] [--quick] [--no-metric-learn] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from threadpoolctl import threadpool_limits
+
+from dml_bench import __version__
+from dml_bench.config import DatasetEntry, SolverEntry
+from dml_bench.evaluate import knn_error, model_error
+from dml_bench.preprocess import Preprocessing
+from dml_bench.runner import Task, fit_task_solver, prepare_split
+
+#: method → (our solver, metric-learn class)
+METHODS = {"LMNN": ("lmnn", "LMNN"), "ITML": ("itml", "ITML_Supervised"),
+           "MMC": ("xing", "MMC_Supervised"), "NCA": ("nca", "NCA"),
+           "RCA": ("rca", "RCA_Supervised")}
+DATASETS = ("wine", "breast_cancer", "digits")
+PINS = ("metric-learn==0.7.0", "scikit-learn==1.5.2", "numpy==1.26.4", "scipy==1.13.1")
+VENV_ENV = "DMLBENCH_METRIC_LEARN_VENV"
+DEFAULT_VENV = Path.home() / ".cache" / "dml-bench" / "metric-learn-venv"
+WORKER = Path(__file__).with_name("metric_learn_worker.py")
+ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+COLUMNS = ["dataset", "method", "implementation", "estimator", "split", "seed", "n_train",
+           "n_test", "n_features", "fit_time", "fit_cpu_time", "error", "n_iter", "converged",
+           "version", "failure"]
+
+
+class Unavailable(Exception):
+    """metric-learn cannot run here; the message is the one-line reason."""
+
+
+def metric_learn_python(venv: Path) -> Path:
+    """The python of ``venv`` with ``PINS`` installed, creating or rebuilding the venv if needed."""
+    python, stamp = venv / "bin" / "python", venv / "pins.txt"
+    if python.exists() and stamp.exists() and stamp.read_text().split() == list(PINS):
+        return python
+    for cmd in ([sys.executable, "-m", "venv", "--clear", str(venv)],
+                [str(python), "-m", "pip", "install", "--quiet", *PINS]):
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise Unavailable(f"{' '.join(cmd[1:3])}: {exc}") from exc
+        if done.returncode:
+            lines = (done.stderr + done.stdout).strip().splitlines() or ["no output"]
+            raise Unavailable(f"{' '.join(cmd[1:3])} exited {done.returncode}: {lines[-1]}")
+    stamp.write_text("\n".join(PINS))
+    return python
+
+
+def task(dataset: str, split: int, solver: str) -> Task:
+    """The runner's task of our ``solver`` on one split: zscore, knn_triplets k = 3, 3-NN."""
+    return Task("bench_metric_learn", DatasetEntry(dataset, dataset, Preprocessing("zscore")),
+                split, SolverEntry(solver, solver), 0, 0.7, True, "knn_triplets", (("k", 3),), 3,
+                "nearest", None, None)
+
+
+def our_rows(dataset: str, split: int) -> list[dict]:
+    """One row per method for our solvers on the split."""
+    rows = []
+    for method, (solver, _) in METHODS.items():
+        t = task(dataset, split, solver)
+        X_train, y_train, X_test, y_test, constraints, _, seed = prepare_split(t)
+        model, wall, cpu = fit_task_solver(t, X_train, y_train, constraints)
+        rows.append({"dataset": dataset, "method": method, "implementation": "dml_bench",
+                     "estimator": solver, "split": split, "seed": seed, "n_train": len(y_train),
+                     "n_test": len(y_test), "n_features": X_train.shape[1], "fit_time": wall,
+                     "fit_cpu_time": cpu,
+                     "error": model_error(model, X_train, y_train, X_test, y_test),
+                     "n_iter": getattr(model, "n_iter_", None),
+                     "converged": getattr(model, "converged_", None), "version": __version__})
+    return rows
+
+
+def metric_learn_rows(python: Path, dataset: str, n_splits: int) -> list[dict]:
+    """One row per method and split for metric-learn, fitted by the worker in ``python``."""
+    # the split, its preprocessing and constraints do not depend on the task's solver
+    parts = {split: prepare_split(task(dataset, split, "euclidean")) for split in range(n_splits)}
+    with tempfile.TemporaryDirectory() as tmp:
+        job, out = Path(tmp) / "job", Path(tmp) / "out"
+        np.savez(f"{job}.npz", **{f"{key}_{split}": array for split, part in parts.items()
+                                  for key, array in zip(("X_train", "y_train", "X_test", "y_test"),
+                                                        part[:4])})
+        Path(f"{job}.json").write_text(json.dumps({
+            "classes": [cls for _, cls in METHODS.values()],
+            "seeds": {str(split): part[-1] for split, part in parts.items()}}))
+        done = subprocess.run([str(python), str(WORKER), str(job), str(out)], capture_output=True,
+                              text=True, env={**os.environ, **ONE_THREAD})
+        if done.returncode:
+            lines = done.stderr.strip().splitlines() or ["no output"]
+            print(f"metric-learn on {dataset} failed: {lines[-1]}", flush=True)
+            return []
+        result = json.loads(Path(f"{out}.json").read_text())
+        points = dict(np.load(f"{out}.npz"))
+    method_of = {cls: method for method, (_, cls) in METHODS.items()}
+    rows = []
+    for fit in result["fits"]:
+        cls, split = fit["class"], fit["split"]
+        if "failed" in fit:
+            print(f"metric-learn {cls} on {dataset} split {split} failed: {fit['failed']}")
+        X_train, y_train, X_test, y_test, *_, seed = parts[split]
+        error = np.nan if "failed" in fit else knn_error(
+            points[f"{cls}_{split}_train"], y_train, points[f"{cls}_{split}_test"], y_test)
+        rows.append({"dataset": dataset, "method": method_of[cls],
+                     "implementation": "metric-learn", "estimator": cls, "split": split,
+                     "seed": seed, "n_train": len(y_train), "n_test": len(y_test),
+                     "n_features": X_train.shape[1], "fit_time": fit.get("fit_time"),
+                     "fit_cpu_time": fit.get("fit_cpu_time"), "error": error,
+                     "n_iter": fit.get("n_iter"), "converged": fit.get("converged"),
+                     "version": result["version"], "failure": fit.get("failed")})
+    return rows
+
+
+def summary_markdown(runs: pd.DataFrame) -> str:
+    """Mean fit seconds and 3-NN error (%) per dataset and method, ours vs metric-learn."""
+    keys = ["dataset", "method"]
+    mean = runs.groupby([*keys, "implementation"])[["fit_time", "error"]].mean()
+    splits = runs.groupby(keys)["split"].nunique()
+    lines = ["| dataset | method | splits | ours fit (s) | metric-learn fit (s) | "
+             "time ratio (metric-learn / ours) | ours error (%) | metric-learn error (%) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for dataset, method in runs[keys].drop_duplicates().itertuples(index=False):
+        ours, theirs = (mean.reindex([(dataset, method, impl)]).iloc[0]
+                        for impl in ("dml_bench", "metric-learn"))
+        cells = [f"{ours.fit_time:.3f}", f"{theirs.fit_time:.3f}",
+                 f"{theirs.fit_time / ours.fit_time:.1f}", f"{100 * ours.error:.2f}",
+                 f"{100 * theirs.error:.2f}"]
+        cells = [cell.replace("nan", "—") for cell in cells]
+        lines.append(f"| {dataset} | {method} | {splits[dataset, method]} | "
+                     + " | ".join(cells) + " |")
+    failed = runs.dropna(subset=["failure"]).groupby(["dataset", "estimator", "failure"]).size()
+    lines += ["", *(f"- {estimator} failed on {dataset} ({n} split(s)): {failure}"
+                    for (dataset, estimator, failure), n in failed.items())] if len(failed) else []
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--splits", type=int, default=3)
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    ap.add_argument("--quick", action="store_true", help="wine only, one split")
+    ap.add_argument("--no-metric-learn", action="store_true", help="our side only, no venv")
+    ap.add_argument("--venv", type=Path, default=Path(os.environ.get(VENV_ENV, DEFAULT_VENV)))
+    ap.add_argument("--out", type=Path, help="default results/bench (results/bench_quick)")
+    args = ap.parse_args(argv)
+    datasets, n_splits = (["wine"], 1) if args.quick else (args.datasets, args.splits)
+    out = args.out or Path(__file__).resolve().parents[1] / "results" / (
+        "bench_quick" if args.quick else "bench")
+    python = None
+    if not args.no_metric_learn:
+        try:
+            python = metric_learn_python(args.venv)
+        except Unavailable as exc:
+            print(f"metric-learn skipped: cannot build {args.venv}: {exc}", flush=True)
+    rows = []
+    with threadpool_limits(1):
+        for dataset in datasets:
+            for split in range(n_splits):
+                rows += our_rows(dataset, split)
+            if python:
+                rows += metric_learn_rows(python, dataset, n_splits)
+            print(f"{dataset}: {sum(r['dataset'] == dataset for r in rows)} fits", flush=True)
+    runs = pd.DataFrame(rows, columns=COLUMNS)
+    out.mkdir(parents=True, exist_ok=True)
+    runs.to_csv(out / "metric_learn.csv", index=False)
+    (out / "metric_learn.md").write_text(summary_markdown(runs))
+    print(summary_markdown(runs), end="")
+
+
+if __name__ == "__main__":
+    main()

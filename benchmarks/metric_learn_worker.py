@@ -1,0 +1,67 @@
+"""Fit metric-learn's supervised learners on prepared splits; run by ``bench_metric_learn.py``.
+
+Runs in the metric-learn virtual environment (numpy, metric-learn, threadpoolctl only: no
+``dml_bench``). Reads ``<job>.npz`` (``X_train_<i>``, ``y_train_<i>``, ``X_test_<i>``,
+``y_test_<i>``) and ``<job>.json`` (``{"classes": [...], "seeds": {"<i>": seed}}``); fits each
+class with its defaults (``random_state`` = the split's seed) under one BLAS thread and writes the
+transformed points to ``<out>.npz`` (``<class>_<i>_train`` / ``_test``) and per fit the wall and
+CPU seconds, iterations and convergence to ``<out>.json``.
+
+    python metric_learn_worker.py JOB OUT
+"""
+
+import json
+import sys
+import time
+import warnings
+
+import metric_learn
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+
+def converged(model):
+    """The convergence flag where the class keeps one (MMC), else ``n_iter_`` below the
+    iteration cap (LMNN and ITML count from their loop index, NCA from L-BFGS); None for RCA's
+    closed form."""
+    if hasattr(model, "converged_"):
+        return bool(model.converged_)
+    if not hasattr(model, "n_iter_"):
+        return None
+    last = model.max_iter - (0 if isinstance(model, metric_learn.NCA) else 1)
+    return bool(model.n_iter_ < last)
+
+
+def main(job: str, out: str) -> None:
+    data = np.load(f"{job}.npz")
+    spec = json.load(open(f"{job}.json"))
+    arrays, records = {}, []
+    for split, seed in spec["seeds"].items():
+        X_train, y_train = data[f"X_train_{split}"], data[f"y_train_{split}"]
+        for name in spec["classes"]:
+            model = getattr(metric_learn, name)(random_state=seed)
+            record = {"class": name, "split": int(split)}
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    wall, cpu = time.perf_counter(), time.process_time()
+                    model.fit(X_train, y_train)
+                    record.update(fit_time=time.perf_counter() - wall,
+                                  fit_cpu_time=time.process_time() - cpu)
+                points = model.transform(X_train), model.transform(data[f"X_test_{split}"])
+                if not all(np.isfinite(p).all() for p in points):
+                    raise FloatingPointError("non-finite transformed points")
+                arrays[f"{name}_{split}_train"], arrays[f"{name}_{split}_test"] = points
+                n_iter = int(model.n_iter_) if hasattr(model, "n_iter_") else None
+                record.update(n_iter=n_iter, converged=converged(model))
+            except Exception as exc:  # one failing fit is reported, the others still run
+                record["failed"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            records.append(record)
+    np.savez(f"{out}.npz", **arrays)
+    with open(f"{out}.json", "w") as fh:
+        json.dump({"version": metric_learn.__version__, "fits": records}, fh)
+
+
+if __name__ == "__main__":
+    with threadpool_limits(1):
+        main(*sys.argv[1:])

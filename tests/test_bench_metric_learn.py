@@ -1,0 +1,37 @@
+"""``benchmarks/bench_metric_learn.py``: our side on wine (no metric-learn venv), CSV and table."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dml_bench.datasets import load_dataset
+from dml_bench.preprocess import Preprocessing
+from dml_bench.splits import derive_seed, train_test_split_indices
+
+
+def test_quick_run_of_our_side(benchmark_script, tmp_path, monkeypatch):
+    bench = benchmark_script("bench_metric_learn")
+    monkeypatch.setenv(bench.VENV_ENV, str(tmp_path / "venv"))
+    bench.main(["--quick", "--no-metric-learn", "--out", str(tmp_path)])
+    assert not (tmp_path / "venv").exists()
+    runs = pd.read_csv(tmp_path / "metric_learn.csv")
+    assert list(runs.columns) == bench.COLUMNS
+    assert set(runs.method) == set(bench.METHODS) and len(runs) == len(bench.METHODS)
+    assert set(runs.dataset) == {"wine"} and set(runs.implementation) == {"dml_bench"}
+    assert runs.error.between(0, 1).all() and (runs.fit_time > 0).all()
+    assert (runs.n_train == 126).all() and (runs.n_test == 52).all()
+    table = (tmp_path / "metric_learn.md").read_text().splitlines()
+    assert len(table) == 2 + len(bench.METHODS) and table[2].startswith("| wine | LMNN | 1 |")
+
+
+def test_both_sides_get_the_documented_split(benchmark_script):
+    bench = benchmark_script("bench_metric_learn")
+    X_train, y_train, X_test, y_test, *_ = bench.prepare_split(bench.task("wine", 1, "lmnn"))
+    X, y, _ = load_dataset("wine")
+    train, test = train_test_split_indices(y, 0.7, derive_seed(0, "wine", 1))
+    expected = Preprocessing(normalize="zscore").apply(X[train], X[test])
+    np.testing.assert_allclose(X_train, expected[0])
+    np.testing.assert_allclose(X_test, expected[1])
+    np.testing.assert_array_equal(y_train, y[train])
+    np.testing.assert_array_equal(y_test, y[test])
