@@ -115,6 +115,7 @@ def load_lfw_sift(
     *,
     mirror: PathLike | None = None,
     cache_dir: PathLike | None = None,
+    n_features: int = 3456,
 ) -> tuple[np.ndarray, list[str]]:
     """SIFT descriptors of LFW images (Guillaumin et al. 2009), with their image names.
 
@@ -127,10 +128,13 @@ def load_lfw_sift(
         all 13233 images).
     mirror, cache_dir
         As for :func:`~dml_bench.datasets.load_dataset` (when ``path`` is None).
+    n_features : int, default=3456
+        Dimension the file at ``path`` must have (3456 for the SIFT descriptors; another value
+        for other per-image descriptors in the same format). The registered dataset is 3456.
 
     Returns
     -------
-    X : ndarray of shape (n_images, 3456), float64
+    X : ndarray of shape (n_images, n_features), float64
     names : list of str
         Image names (``Aaron_Eckhart_0001``) in row order.
 
@@ -150,7 +154,7 @@ def load_lfw_sift(
     if not Path(path).is_file():
         raise DataNotAvailable(f"data not available: LFW SIFT descriptor file {path} does not exist. "
                                + DATASETS["lfw_sift"].files[0].obtain)
-    return read_descriptor_table(Path(path), 3456)
+    return read_descriptor_table(Path(path), n_features)
 
 
 def save_lfw_sift(path: PathLike, X: np.ndarray, names: Sequence[str]) -> None:

@@ -1,0 +1,215 @@
+"""LFW restricted-protocol verification (dml_bench.verification): folds, threshold, ROC, driver."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.stats import sem
+from sklearn.metrics import roc_auc_score, roc_curve
+
+from dml_bench.datasets import load_dataset
+from dml_bench.datasets.lfw import lfw_image_name, load_lfw_pairs, load_lfw_sift, save_lfw_sift
+from dml_bench.verification import (
+    PairFold,
+    accuracy,
+    best_threshold,
+    draw_pair_folds,
+    equal_error_rate,
+    lfw_pair_folds,
+    matched_components,
+    mean_sem,
+    merged_roc,
+    pair_constraints,
+    pair_triplets,
+    restricted_split,
+    run_verification,
+)
+
+pytestmark = pytest.mark.usefixtures("tmp_cache")
+
+
+@pytest.fixture
+def view2(mirror):
+    return load_lfw_pairs("view2", mirror=mirror, allow_network=False)
+
+
+def _names(folds) -> list[str]:
+    return sorted({lfw_image_name(n, i) for fold in folds for p in fold
+                   for n, i in ((p.name1, p.idx1), (p.name2, p.idx2))})
+
+
+def _person(image_name: str) -> str:
+    return image_name.rsplit("_", 1)[0]
+
+
+def test_restricted_split_of_real_view2_leaks_no_pair_image_or_person(view2):
+    names = _names(view2)
+    rows = np.random.default_rng(0).permutation(len(names))  # table rows in some other order
+    table = [names[r] for r in np.argsort(rows)]
+    folds = lfw_pair_folds(view2, table)
+    assert [len(f.same) for f in folds] == [600] * 10 and all(f.same.sum() == 300 for f in folds)
+    for f in range(10):
+        split = restricted_split(folds, f)
+        train, test = split.train, split.test
+        assert len(train.same) == 5400 and train.same.sum() == 2700
+        # the training images are exactly the images of the training pairs
+        assert set(split.train_images) == set(train.first) | set(train.second)
+        test_images = set(test.first) | set(test.second)
+        assert not test_images & set(split.train_images)
+        assert not set(zip(test.first, test.second)) & set(zip(train.first, train.second))
+        # View 2 folds have disjoint people (Ying & Li 2012 §5.2): no identity leaks either
+        people = {_person(table[i]) for i in split.train_images}
+        assert not {_person(table[i]) for i in test_images} & people
+
+
+def test_drawn_folds_have_disjoint_identities_and_the_asked_pairs():
+    X, y, _ = load_dataset("orl_faces")
+    folds = draw_pair_folds(y, n_folds=10, n_matched=60, n_mismatched=60, seed=3)
+    ids = [set(y[f.images()]) for f in folds]
+    assert all(not a & b for a, b in itertools.combinations(ids, 2))
+    assert set().union(*ids) == set(y)
+    for f in folds:
+        assert len(f.same) == 120 and f.same[:60].all() and not f.same[60:].any()
+        np.testing.assert_array_equal(y[f.first] == y[f.second], f.same)
+        assert len(set(zip(f.first, f.second))) == 120 and (f.first < f.second).all()
+    again = draw_pair_folds(y, n_folds=10, n_matched=60, n_mismatched=60, seed=3)
+    assert all((a.first == b.first).all() and (a.second == b.second).all() for a, b in zip(folds, again))
+    with pytest.raises(ValueError, match="distinct matched pairs"):
+        draw_pair_folds(y, n_folds=10, n_matched=300, n_mismatched=300)  # 4 people x 45 pairs
+
+
+def _brute_threshold(d, same):
+    values = np.unique(d)
+    candidates = [-np.inf, *((values[:-1] + values[1:]) / 2), np.inf]
+    scores = [np.mean((d <= t) == same) for t in candidates]
+    return candidates, scores
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_best_threshold_is_the_first_brute_force_maximiser(seed):
+    rng = np.random.default_rng(seed)
+    same = rng.random(200) < 0.5
+    d = np.round(rng.normal(np.where(same, 1.0, 2.0), 0.8), 1)  # rounded: ties across classes
+    threshold, acc = best_threshold(d, same)
+    candidates, scores = _brute_threshold(d, same)
+    assert acc == pytest.approx(max(scores))
+    assert threshold == candidates[int(np.argmax(scores))]
+    assert accuracy(d, same, threshold) == pytest.approx(acc)
+
+
+def test_best_threshold_extremes_and_midpoint():
+    assert best_threshold([1.0, 2.0, 3.0], [True, True, False]) == (2.5, 1.0)
+    assert best_threshold([1.0, 2.0], [False, False]) == (-np.inf, 1.0)
+    assert best_threshold([1.0, 2.0], [True, True]) == (np.inf, 1.0)
+
+
+def _brute_eer(d, same):
+    """ROC points from a loop over thresholds (no sklearn), then the segment crossing FPR = FNR."""
+    points = [(np.mean(d[~same] <= t), np.mean(d[same] <= t)) for t in [-np.inf, *np.unique(d)]]
+    for (f0, t0), (f1, t1) in zip(points, points[1:]):
+        g0, g1 = f0 - (1 - t0), f1 - (1 - t1)
+        if g0 <= 0 <= g1:
+            return f0 if g1 == g0 else f0 + (f1 - f0) * (-g0) / (g1 - g0)
+    raise AssertionError("no crossing")
+
+
+def test_merged_roc_against_sklearn_and_brute_force():
+    rng = np.random.default_rng(7)
+    same = [rng.random(n) < 0.5 for n in (60, 80, 70)]
+    dist = [np.round(rng.normal(np.where(s, 1.0, 1.8), 0.7), 2) for s in same]
+    out = merged_roc(dist, same)
+    d, s = np.concatenate(dist), np.concatenate(same)
+    fpr, tpr, thr = roc_curve(s, -d, drop_intermediate=False)
+    np.testing.assert_allclose(out["roc"]["fpr"], fpr)
+    np.testing.assert_allclose(out["roc"]["tpr"], tpr)
+    np.testing.assert_allclose(out["roc"]["threshold"], -thr)
+    assert out["auc"] == pytest.approx(roc_auc_score(s, -d))
+    # AUC = P(matched distance < mismatched distance) + ties / 2 (Mann-Whitney), by brute force
+    pairs = d[s][:, None] - d[~s][None, :]
+    assert out["auc"] == pytest.approx(np.mean(pairs < 0) + 0.5 * np.mean(pairs == 0))
+    assert out["eer"] == pytest.approx(_brute_eer(d, s))
+
+
+def test_equal_error_rate_known_value():
+    same = np.array([True] * 4 + [False] * 4)
+    d = np.array([1.0, 2, 3, 6, 4, 5, 7, 8])  # at threshold 4: FPR = FNR = 1/4
+    fpr, tpr, _ = roc_curve(same, -d, drop_intermediate=False)
+    assert equal_error_rate(fpr, tpr) == pytest.approx(0.25)
+    assert merged_roc([d], [same])["eer"] == pytest.approx(0.25)
+
+
+def test_mean_sem_is_std_ddof1_over_sqrt_n():
+    acc = np.random.default_rng(1).uniform(0.7, 0.85, 10)
+    mean, err = mean_sem(acc)
+    assert mean == pytest.approx(np.mean(acc))
+    assert err == pytest.approx(np.std(acc, ddof=1) / np.sqrt(10)) and err == pytest.approx(sem(acc))
+    assert np.isnan(mean_sem([0.8])[1])
+
+
+def test_pair_constraints_and_shen_triplets():
+    rng = np.random.default_rng(0)
+    identity = np.repeat(np.arange(6), 4)
+    Z = rng.normal(identity[:, None], 0.5, (24, 3))
+    pairs = PairFold(np.array([0, 4, 8, 1, 5]), np.array([1, 5, 9, 12, 20]),
+                     np.array([True, True, True, False, False]))
+    c = pair_constraints(pairs)
+    np.testing.assert_array_equal(c.similar, [[0, 1], [4, 5], [8, 9]])
+    np.testing.assert_array_equal(c.dissimilar, [[1, 12], [5, 20]])
+    t = pair_triplets(Z, pairs, identity, k=2)
+    assert len(t.triplets) == 5 * 2
+    dist = ((Z[:, None] - Z[None]) ** 2).sum(-1)
+    for a, other, same in zip(pairs.first, pairs.second, pairs.same):
+        rows = t.triplets[t.triplets[:, 0] == a]
+        if same:  # (a, b, c): c the 2 nearest of another identity
+            assert (rows[:, 1] == other).all()
+            others = np.flatnonzero(identity != identity[a])
+            assert set(rows[:, 2]) == set(others[np.argsort(dist[a, others])[:2]])
+        else:  # (a, b, c): b the 2 nearest of a's identity, c the pair's other image
+            assert (rows[:, 2] == other).all()
+            own = np.flatnonzero((identity == identity[a]) & (np.arange(24) != a))
+            assert set(rows[:, 1]) == set(own[np.argsort(dist[a, own])[:2]])
+    assert len(pair_triplets(Z, pairs, identity, k=2, n_triplets=4).triplets) == 4
+    # pseudo-identities from matched pairs only: 0-1, 4-5, 8-9 linked, the rest alone
+    comp = matched_components(pairs, 24)
+    assert comp[0] == comp[1] and comp[4] == comp[5] and comp[0] != comp[4] and len(set(comp)) == 21
+
+
+def _synthetic_lfw(names, dim=32, seed=0):
+    """Non-negative descriptors whose mean depends on the person: better than chance."""
+    rng = np.random.default_rng(seed)
+    people = sorted({_person(n) for n in names})
+    centre = dict(zip(people, rng.gamma(2.0, 1.0, (len(people), dim))))
+    return np.abs(np.array([centre[_person(n)] for n in names]) + rng.normal(0, 0.6, (len(names), dim)))
+
+
+def test_synthetic_lfw_file_runs_the_restricted_protocol(view2, tmp_path):
+    names = _names(view2)
+    path = tmp_path / "lfw_synthetic.npz"
+    save_lfw_sift(path, _synthetic_lfw(names).astype(np.float32), names)
+    X, table = load_lfw_sift(path, n_features=32)
+    assert X.shape == (7701, 32) and table == names
+    folds = lfw_pair_folds(view2, table)
+    results = {name: run_verification(X, folds, name, params, pca=16, sqrt=True, test_folds=[0, 1])
+               for name, params in (("euclidean", {}), ("itml", {"max_iter": 20}))}
+    for out in results.values():
+        rows = out["folds"]
+        assert list(rows["fold"]) == [0, 1] and (rows["n_test_pairs"] == 600).all()
+        assert (rows["n_train_pairs"] == 5400).all()
+        assert (rows["accuracy"] > 0.6).all() and out["auc"] > 0.65
+        assert out["accuracy_mean"] == pytest.approx(rows["accuracy"].mean())
+        assert out["accuracy_sem"] == pytest.approx(sem(rows["accuracy"]))
+        assert 0 < out["eer"] < 0.5 and len(out["roc"]) > 2
+    itml = results["itml"]["folds"]
+    assert (itml["n_similar"] == 2700).all() and (itml["n_dissimilar"] == 2700).all()
+
+
+def test_drawn_folds_run_a_triplet_solver_and_refuse_label_solvers():
+    X, y, _ = load_dataset("orl_faces")
+    folds = draw_pair_folds(y, n_folds=10, n_matched=60, n_mismatched=60, seed=0)
+    out = run_verification(X, folds, "frobmetric", {"max_iter": 20}, pca=20, test_folds=[0, 1],
+                           n_triplets=1000)
+    assert (out["folds"]["n_triplets"] == 1000).all() and out["auc"] > 0.6
+    with pytest.raises(ValueError, match="class labels"):
+        run_verification(X, folds, "lda", pca=20, test_folds=[0])
