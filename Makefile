@@ -43,6 +43,11 @@ reproduce-precise:
 reproduction-report:
 	dmlbench report --all --readme README.md
 
+# issue #22 item 4: the LFW restricted protocol on drawn Yale B folds (DML-eig, ITML, LDML, Euclidean)
+.PHONY: verification-standin
+verification-standin:
+	$(PYTHON) -m dml_bench.verification_study --out results/verification_yale_b
+
 # the performance record: results/bench/ (paper_times*.csv/.md/.png: every timing row of the
 # papers, resumable; floor.csv: per-iteration time against the measured floor, USPS)
 bench:
