@@ -36,11 +36,11 @@ factorisations are counted by their unavoidable reduction only (a lower bound):
 
 - flops: ``4·b·d·r`` for the batch's distances, and when a > 0: ``8·d·r·c`` for the two
   Gram-Schmidt passes against U, ``4·d·c²`` for the Householder QR of the residual with Q formed,
-  ``(8/3)·c³`` for the bidiagonal reduction of its triangle (SVD), ``2·(r+p)²·c`` for the small
-  matrix K, ``(4/3)·(r+p)³`` for the tridiagonal reduction of K (eigh) and ``2·d·(r+p)·r'`` for
-  U' = [U P]V; the objective of ``trace_`` every ``log_every`` iterations and at the end
-  (``2·n_e·d·r'`` on the n_e points of the evaluation triplets) is part of the fit, so it is
-  counted at those iterations;
+  ``2·(r+p)²·c`` for the small matrix K, ``(4/3)·(r+p)³`` for the tridiagonal reduction of K
+  (eigh) and ``2·d·(r+p)·r'`` for U' = [U P]V; the objective of ``trace_`` every ``log_every``
+  iterations and at the last (``2·n_e·d·r'`` on the n_e points of the evaluation triplets) is
+  part of the fit, so it is counted at those iterations, and so is the final objective over all
+  triplets when the evaluation triplets are a subset (otherwise it is the last one logged);
 - bytes: the batch's 3b rows of X ``8·3·b·d``, and when a > 0 U read and U' written
   ``8·d·(r + r')`` and Q written and read ``2·8·d·p`` (and the evaluation points ``8·n_e·d`` when
   evaluated).
@@ -190,7 +190,7 @@ def sgd_incsvd_work(d: int, rank_before: int, rank_after: int, batch_size: int, 
     if n_active:
         c = 2 * n_active
         p = min(c, d - r)
-        flops += (8.0 * d * r * c + 4.0 * d * c ** 2 + 8.0 / 3.0 * c ** 3 + 2.0 * (r + p) ** 2 * c
+        flops += (8.0 * d * r * c + 4.0 * d * c ** 2 + 2.0 * (r + p) ** 2 * c
                   + 4.0 / 3.0 * (r + p) ** 3 + 2.0 * d * (r + p) * r2)
         nbytes += FLOAT * (d * (r + r2) + 2.0 * d * p)
     return flops, nbytes
@@ -291,7 +291,8 @@ def _sgd_incsvd_total(model, triplets, d: int, active: list[int]) -> tuple[float
         evaluated = t % model.log_every == 0 or t == len(ranks) - 1
         total += sgd_incsvd_work(d, ranks[t - 1], ranks[t], model.batch_size, active[t - 1],
                                  n_eval if evaluated else 0)
-    total += (2.0 * n_eval * d * ranks[-1], FLOAT * n_eval * d)  # final objective, all triplets
+    if model.n_eval is not None and model.n_eval < len(triplets):  # final objective, all triplets
+        total += (2.0 * n_eval * d * ranks[-1], FLOAT * n_eval * d)
     return float(total[0]), float(total[1]), ranks[-1], len(triplets)
 
 

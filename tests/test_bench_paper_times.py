@@ -78,7 +78,7 @@ def test_floor_formulas_on_tiny_cases(floor):
     assert nbytes == 8 * (2 * 5 * 2 + 5 + 3 * 4 + 6 * 6 + 2 * 10 * 6)
     # SGD-IncSVD from W = 0 (r = 0) in d = 3, one active triplet of one: c = 2, p = 2
     flops, nbytes = floor.sgd_incsvd_work(3, 0, 2, 1, 1)
-    assert flops == pytest.approx(4 * 3 * 4 + 8 / 3 * 8 + 2 * 4 * 2 + 4 / 3 * 8 + 2 * 3 * 2 * 2)
+    assert flops == pytest.approx(4 * 3 * 4 + 2 * 4 * 2 + 4 / 3 * 8 + 2 * 3 * 2 * 2)
     assert nbytes == 8 * (3 * 3 + 3 * 2 + 2 * 3 * 2)
     # no active triplet: only the batch's distances (r = 2 here) and its rows
     assert floor.sgd_incsvd_work(3, 2, 2, 1, 0) == (4 * 3 * 2, 8 * 3 * 3)

@@ -14,7 +14,8 @@ import scipy.sparse
 from dml_bench.constraints import Constraints, random_triplets
 from dml_bench.solvers.incremental_eigen import eigen_update
 from dml_bench.solvers.lowrank_sgd import (LowRankFW, LowRankGD, LowRankSGD, LowRankSGDBatch,
-                                           LowRankSGDOne, SGDIncSVD, incsvd_step)
+                                           LowRankSGDOne, SGDIncSVD, TripletEvaluator,
+                                           incsvd_step)
 
 cp = pytest.importorskip("cvxpy")
 
@@ -137,6 +138,39 @@ def test_incremental_update_with_columns_inside_the_span():
     assert len(s2) == r
     np.testing.assert_allclose((U2 * s2) @ U2.T, dense, atol=1e-12 * np.abs(s).max())
     np.testing.assert_allclose(s2, np.sort(np.linalg.eigvalsh(dense))[::-1][:r], atol=1e-12 * 4)
+
+
+@pytest.mark.parametrize("d,r,c", [(12, 3, 5), (5, 2, 8)])  # c > d: p = d new directions
+def test_incremental_update_keeps_only_eigenvalues_above_lower(d, r, c):
+    rng = np.random.default_rng(d + r + c)
+    U = np.linalg.qr(rng.normal(size=(d, r)))[0]
+    s = np.sort(rng.uniform(0.5, 3, size=r))[::-1]
+    A = rng.normal(size=(d, c))
+    w = rng.choice([-1.0, 1.0], size=c) * rng.uniform(0.5, 2, size=c)
+    lower = 0.7
+    U2, s2 = eigen_update(U, s, A, w, lower=lower)
+    ev, V = np.linalg.eigh((U * s) @ U.T + (A * w) @ A.T)
+    above = ev > lower
+    np.testing.assert_allclose(s2, ev[above][::-1], rtol=0, atol=1e-12 * np.abs(ev).max())
+    np.testing.assert_allclose((U2 * s2) @ U2.T, (V[:, above] * ev[above]) @ V[:, above].T,
+                               rtol=0, atol=1e-12 * np.abs(ev).max())
+    np.testing.assert_allclose(U2.T @ U2, np.eye(len(s2)), atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [12, 60])  # the triplets use most rows / a few rows of X
+def test_triplet_evaluator_equals_dense_distances(n):
+    rng = np.random.default_rng(n)
+    X = rng.normal(size=(n, 6))
+    T = rng.integers(0, 10, size=(15, 3))
+    F = rng.normal(size=(6, 2))
+    W = F @ F.T
+    ev = TripletEvaluator(X, T)
+    assert (ev.pts is None) == (n == 12)
+    Dt, Di = X[T[:, 0]] - X[T[:, 1]], X[T[:, 0]] - X[T[:, 2]]
+    expected = (np.einsum("ij,jk,ik->i", Dt, W, Dt), np.einsum("ij,jk,ik->i", Di, W, Di))
+    for got in (ev.distances_factor(F), ev.distances_dense(W),
+                TripletEvaluator(scipy.sparse.csr_matrix(X), T).distances_factor(F)):
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
 
 
 # ------------------------------------------------------------------------------ one step, fit

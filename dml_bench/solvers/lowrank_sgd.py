@@ -110,19 +110,28 @@ class TripletEvaluator:
 
     The points of the triplets are mapped once per evaluation (``Z = X_pts F`` for
     ``W = F Fᵀ``, n_pts×d×r flops) and the squared distances are taken row-wise on the mapped
-    points; CSR ``X`` stays sparse.
+    points; CSR ``X`` stays sparse. When the triplets use more than half of the rows of ``X``,
+    all of ``X`` is mapped instead, by row slices read in place (no gathered copy of the rows;
+    10 000 random triplets use 99% of USPS's training points).
     """
 
     def __init__(self, X, triplets, chunk: int = 1024):
-        pts, inv = np.unique(np.asarray(triplets), return_inverse=True)
-        self.X, self.pts, self.chunk = X, pts, chunk
-        self.local = inv.reshape(-1, 3)
+        triplets = np.asarray(triplets)
+        used = np.zeros(X.shape[0], dtype=bool)
+        used[triplets] = True
+        self.X, self.chunk = X, chunk
+        if 2 * np.count_nonzero(used) > len(used):
+            self.pts, self.local = None, triplets     # all rows, indexed by the triplets
+        else:
+            self.pts = np.flatnonzero(used)
+            self.local = (np.cumsum(used) - 1)[triplets]
 
     def _map(self, F):
-        out = np.empty((len(self.pts), F.shape[1]))
-        for s in range(0, len(self.pts), self.chunk):
-            rows = self.X[self.pts[s:s + self.chunk]]
-            out[s:s + self.chunk] = np.asarray(rows @ F)
+        n_pts = self.X.shape[0] if self.pts is None else len(self.pts)
+        out = np.empty((n_pts, F.shape[1]))
+        for s in range(0, n_pts, self.chunk):
+            rows = slice(s, s + self.chunk) if self.pts is None else self.pts[s:s + self.chunk]
+            out[s:s + self.chunk] = np.asarray(self.X[rows] @ F)
         return out
 
     def distances_factor(self, F):
@@ -133,7 +142,7 @@ class TripletEvaluator:
 
     def distances_dense(self, W):
         """``(q_ij, q_ik)`` for a dense d×d ``W`` (X dense)."""
-        Xp = self.X[self.pts]
+        Xp = self.X if self.pts is None else self.X[self.pts]
         Y = Xp @ W
         out = []
         for col in (1, 2):
@@ -211,7 +220,7 @@ def incsvd_step(U, s, D_target, D_impostor, eta, lam, tau, constraint="frobenius
     if a:
         A = np.concatenate([D_target, D_impostor]).T          # d×2a (a transposed view)
         w = np.concatenate([np.full(a, -eta / b), np.full(a, eta / b)])   # −η S
-        U, mu = eigen_update(U, s, A, w)
+        U, mu = eigen_update(U, s, A, w, lower=eta * lam)   # θ ≤ ηλ would be clipped to 0
     else:
         mu = s
     s_new = project_eigenvalues(mu, eta * lam, tau, constraint)
@@ -332,8 +341,11 @@ class SGDIncSVD(_LowRankDMLBase):
             trace["time"].append(time.perf_counter() - start)
         self.eigenvectors_, self.eigenvalues_ = U, s
         self.components_ = ((U * np.sqrt(s)).T if len(s) else np.zeros((1, d)))
-        qt, qi = TripletEvaluator(X, triplets).distances_factor(U * np.sqrt(s))
-        self._finish(trace, self.max_iter, True, hinge_objective(qt, qi, s.sum(), self.lam))
+        objective = trace["objective"][-1]             # F on the evaluation subset at W_{T+1}
+        if len(evaluator.local) < len(triplets):       # a subset: F over all the triplets
+            qt, qi = TripletEvaluator(X, triplets).distances_factor(U * np.sqrt(s))
+            objective = hinge_objective(qt, qi, s.sum(), self.lam)
+        self._finish(trace, self.max_iter, True, objective)
 
 
 # --------------------------------------------------------------------------------------------
