@@ -16,8 +16,8 @@ from threadpoolctl import threadpool_limits
 from dml_bench.constraints import Constraints
 from dml_bench.solvers.frobmetric import (LBFGSB_DEFAULT_FTOL, FrobMetric, _SDPDual,
                                           _TripletDual, solve_frobenius_sdp)
-from dml_bench.solvers.linalg import (pair_differences, triplet_pairs, weighted_outer_sum,
-                                    weighted_pair_outer_sum)
+from dml_bench.solvers.linalg import (PairOuterSum, pair_differences, triplet_pairs,
+                                    weighted_outer_sum, weighted_pair_outer_sum)
 
 cp = pytest.importorskip("cvxpy")
 
@@ -209,6 +209,18 @@ def test_weighted_pair_outer_sum_matches_the_gemm_despite_an_offset(n_pairs):
     expected = weighted_outer_sum(X[pairs[:, 0]] - X[pairs[:, 1]], w)
     np.testing.assert_allclose(weighted_pair_outer_sum(X, pairs, w), expected,
                                atol=1e-10 * np.abs(expected).max())
+
+
+def test_pair_outer_sum_reused_for_many_weights_matches_the_sum_of_outer_products():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(15, 5)) + 3.0
+    pairs = rng.integers(0, 15, size=(80, 2))  # duplicates, both orders and self pairs
+    pairs[:3] = [[4, 9], [9, 4], [6, 6]]
+    outer_sum = PairOuterSum(X, pairs)
+    np.testing.assert_allclose(outer_sum.X, X - X.mean(axis=0), atol=1e-12)
+    for w in (rng.normal(size=80), np.zeros(80), rng.random(80) * (rng.random(80) < 0.3)):
+        expected = sum(wp * np.outer(X[a] - X[b], X[a] - X[b]) for wp, (a, b) in zip(w, pairs))
+        np.testing.assert_allclose(outer_sum(w), expected, atol=1e-12 * max(1, abs(expected).max()))
 
 
 def test_bad_input_is_refused():

@@ -15,9 +15,9 @@ with gradient ``g_r = 1 + ⟨(Â)₋, A_r⟩`` and the primal recovered by Eq. (
 ``X* = −(Â)₋ = (Σ_r u_r A_r)₊``. Every evaluation of (5) costs one eigendecomposition of a d×d
 matrix and two GEMMs with the n training points: the triplets' pairs are reduced to the distinct
 unordered pairs with signed weights (``linalg.triplet_pairs``), ``Σ_r u_r A_r = Dᵀ diag(w) D`` is
-formed as ``X̄ᵀ (L_w X̄)`` with the sparse weighted pair Laplacian ``L_w``
-(``linalg.weighted_pair_outer_sum``; n×d×d flops instead of n_pairs×d×d), and all margins come
-row-wise from the points mapped by the factor ``F`` of ``X = F Fᵀ`` (positive eigenpairs):
+formed as ``X̄ᵀ (L_w X̄)`` with the sparse weighted pair Laplacian ``L_w`` (``linalg.PairOuterSum``:
+its sparsity pattern built once per fit; n×d×d flops instead of n_pairs×d×d), and all margins
+come row-wise from the points mapped by the factor ``F`` of ``X = F Fᵀ`` (positive eigenpairs):
 ``z = Fᵀx``, ``q_p = ‖z_a − z_b‖²``, ``⟨A_r, X⟩ = q_impostor − q_target``. No ``A_r`` is formed.
 
 §III (Eqs. (7)–(10)) generalises the construction to any Frobenius-regularised SDP,
@@ -39,11 +39,11 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse
 from scipy.optimize import Bounds, minimize
+from scipy.sparse.csgraph import reverse_cuthill_mckee
 from sklearn.exceptions import ConvergenceWarning
 
 from .base import MetricLearner
-from .linalg import (components_from_psd, pair_sq_distances, triplet_pairs,
-                     weighted_pair_outer_sum)
+from .linalg import PairOuterSum, components_from_psd, pair_sq_distances, triplet_pairs
 
 STOPPING_RULES = ("gap", "lbfgsb")
 #: ``factr = 1e7`` of the L-BFGS-B Fortran code (its default, "moderate accuracy") as scipy's ftol
@@ -197,11 +197,23 @@ class _TripletDual(_CachedDual):
     ``f(v) = (m/C₃)·(½‖(Σ u_r A_r)₊‖²_F − Σ u_r)`` and ``∇f(v)_r = ⟨A_r, X_u⟩ − 1`` (= −g_r of the
     paper), with ``(Â)₋ = −(Σ u_r A_r)₊``. The last evaluation is cached (L-BFGS-B's callback asks
     for the point it has just evaluated).
+
+    The points are relabelled in the reverse Cuthill–McKee order of the pair graph, so that the
+    rows read together by the sparse product ``L_w X̄`` and by the pair distances lie close in
+    memory (the sums and distances do not depend on the labels).
     """
 
     def __init__(self, X, triplets, C):
-        self.pairs, self.target, self.impostor = triplet_pairs(triplets)
-        self.X = X - X.mean(axis=0)  # differences unchanged; less round-off in X̄ᵀ L X̄ and X̄ F
+        pairs, self.target, self.impostor = triplet_pairs(triplets)
+        n = len(X)
+        graph = scipy.sparse.csr_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])),
+                                        shape=(n, n))
+        order = reverse_cuthill_mckee(graph, symmetric_mode=False)
+        label = np.empty(n, dtype=np.int64)
+        label[order] = np.arange(n)
+        self.pairs = label[pairs]
+        self.pair_outer_sum = PairOuterSum(X[order], self.pairs)  # w ↦ Σ_p w_p d_p d_pᵀ
+        self.X = self.pair_outer_sum.X  # centred: less round-off in X̄ᵀ L X̄ and X̄ F
         self.m = len(triplets)
         self.c = C / self.m  # the box bound C₃/m: u = c·v
         self._point = None
@@ -213,7 +225,7 @@ class _TripletDual(_CachedDual):
                          - np.bincount(self.target, v, minlength=n))
 
     def _evaluate(self, v):
-        S = weighted_pair_outer_sum(self.X, self.pairs, self.pair_weights(v))  # Σ_r u_r A_r
+        S = self.pair_outer_sum(self.pair_weights(v))  # Σ_r u_r A_r
         lam, U = scipy.linalg.eigh(S)
         pos = lam > 0
         self._lam, self._U = lam[pos], U[:, pos]

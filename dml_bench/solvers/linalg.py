@@ -85,21 +85,53 @@ def weighted_pair_outer_sum(X: np.ndarray, pairs: np.ndarray, w: np.ndarray) -> 
     """``Σ_p w_p (x_a − x_b)(x_a − x_b)ᵀ`` over ``pairs`` (rows ``(a, b)``), ``w`` possibly signed.
 
     Equals ``weighted_outer_sum(pair_differences(X, pairs), w)``. When there are more pairs than
-    points it is computed as ``X̄ᵀ (L_w X̄)`` with the weighted graph Laplacian
-    ``L_w = Σ_p w_p (e_a − e_b)(e_a − e_b)ᵀ`` (sparse, ≤ 4 entries per pair) and ``X̄`` the centred
-    points (``L_w 1 = 0``, so centring changes nothing but the round-off): one sparse product and
+    points it is computed as ``X̄ᵀ (L_w X̄)`` (:class:`PairOuterSum`): one sparse product and
     one n×d×d GEMM instead of an n_pairs×d×d GEMM (5× fewer flops for ``knn_triplets``' pairs).
     """
     pairs = np.asarray(pairs)
-    n = len(X)
-    if len(pairs) <= n:
+    if len(pairs) <= len(X):
         return weighted_outer_sum(pair_differences(X, pairs), w)
-    a, b = pairs[:, 0], pairs[:, 1]
-    L = scipy.sparse.csr_matrix((np.concatenate([w, w, -w, -w]),
-                                 (np.concatenate([a, b, a, b]), np.concatenate([a, b, b, a]))),
-                                shape=(n, n))
-    Xc = X - X.mean(axis=0)
-    return Xc.T @ (L @ Xc)
+    return PairOuterSum(X, pairs)(w)
+
+
+class PairOuterSum:
+    """``w ↦ Σ_p w_p (x_a − x_b)(x_a − x_b)ᵀ`` for fixed points ``X`` and ``pairs`` (rows
+    ``(a, b)``), ``w`` possibly signed: ``weighted_pair_outer_sum`` for many weight vectors.
+
+    The sum is ``X̄ᵀ (L_w X̄)`` with the weighted graph Laplacian
+    ``L_w = Σ_p w_p (e_a − e_b)(e_a − e_b)ᵀ`` and ``X̄`` the centred points (``L_w 1 = 0``, so
+    centring changes nothing but the round-off). ``L_w`` is sparse: the weighted degrees
+    ``Σ_{p ∋ i} w_p`` on the diagonal and ``−w_p`` at ``(a, b)`` and ``(b, a)``. Its CSR pattern
+    depends on the pairs only and is built here, once; a call fills in the n + 2·n_pairs values
+    (two ``bincount`` and a gather) and costs one sparse product and one n×d×d GEMM.
+
+    Attributes
+    ----------
+    X : ndarray (n, d)
+        The centred points ``X̄``.
+    """
+
+    def __init__(self, X: np.ndarray, pairs: np.ndarray):
+        pairs = np.asarray(pairs)
+        n = len(X)
+        self.X = X - X.mean(axis=0)
+        self._a, self._b = pairs[:, 0], pairs[:, 1]
+        diagonal = np.arange(n)
+        rows = np.concatenate([diagonal, self._a, self._b])
+        cols = np.concatenate([diagonal, self._b, self._a])
+        # entry k of the pattern (row-major) takes value _order[k] of [degrees, −w, −w]
+        self._order = np.argsort(rows, kind="stable")
+        self._pattern = scipy.sparse.csr_matrix(
+            (np.ones(len(rows)), cols[self._order],
+             np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])), shape=(n, n))
+
+    def __call__(self, w: np.ndarray) -> np.ndarray:
+        n = len(self.X)
+        degrees = np.bincount(self._a, w, n) + np.bincount(self._b, w, n)
+        values = np.concatenate([degrees, -w, -w])[self._order]
+        L = scipy.sparse.csr_matrix((values, self._pattern.indices, self._pattern.indptr),
+                                    shape=(n, n))
+        return self.X.T @ (L @ self.X)
 
 
 def pair_sq_distances(Z: np.ndarray, pairs: np.ndarray, chunk: int = 2048) -> np.ndarray:
