@@ -39,13 +39,12 @@ import pandas as pd
 from filelock import FileLock
 from threadpoolctl import threadpool_limits
 
-from dml_bench.errors import DMLBenchError
 from dml_bench.papers import PaperTable, list_paper_tables, load_paper_table
 from dml_bench.registry import UnknownNameError
 from dml_bench.reproduction import availability, experiment_of, load_targets
 from dml_bench.runner import Task, all_tasks, fit_task_solver, prepare_split
 from dml_bench.solvers import SOLVERS
-from hardware_floor import cpu_model  # benchmarks/, beside this script
+from hardware_floor import cpu_model, script_status  # benchmarks/, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 BLAS_THREADS = 1
@@ -173,8 +172,11 @@ def measure(cell: Cell) -> dict:
 def seconds_to_gap(solver, tol: float) -> float:
     """Fit seconds until the solver's relative duality gap first fell to ``tol``: the first
     ``trace_["time"]`` whose ``gap / |objective|`` (``|primal|`` where the trace has it:
-    FrobMetric) is ≤ ``tol``. NaN when the gap never got there or the trace records no gap (the
-    trace's clock starts inside ``fit``, after input validation)."""
+    FrobMetric) is ≤ ``tol``. NaN when the gap never got there, or the solver's optimality
+    measure is no relative duality gap (the trace's clock starts inside ``fit``, after input
+    validation)."""
+    if getattr(solver, "optimality_measure", "") != "relative_duality_gap":
+        return np.nan  # a trace "gap" of another kind (BoostMetric's) is no duality gap
     trace = getattr(solver, "trace_", {})
     scale = trace.get("primal", trace.get("objective"))
     if "gap" not in trace or "time" not in trace or scale is None:
@@ -211,7 +213,8 @@ def summarize(times: pd.DataFrame) -> pd.DataFrame:
     out = []
     for (table, label), part in times.groupby(["table", "label"], sort=False):
         worst = part.loc[part["ratio"].idxmax()]
-        to_gap = part["seconds_to_gap_1e-3"].astype(float) / part["paper_seconds"].astype(float)
+        to_gap = (part["seconds_to_gap_1e-3"].astype(float).where(
+            part["optimality_measure"] == "relative_duality_gap") / part["paper_seconds"].astype(float))
         out.append({"table": table, "solver": label,
                     "seed": label in SEED_METHODS.get(table.split("/")[0], ()),
                     "n_rows": len(part), "geomean_ratio": _geomean(part["ratio"]),
@@ -370,7 +373,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except (DMLBenchError, OSError) as exc:
-        sys.exit(f"error: {exc}")
+    sys.exit(script_status(main))

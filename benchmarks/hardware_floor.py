@@ -337,8 +337,14 @@ def main(argv=None) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def script_status(main) -> int | str:
+    """A benchmark script's exit status: ``main()``'s, or one ``error:`` line (status 1) for a
+    data or file problem instead of a traceback."""
     try:
-        sys.exit(main())
+        return main()
     except (DMLBenchError, OSError) as exc:
-        sys.exit(f"error: {exc}")
+        return f"error: {exc}"
+
+
+if __name__ == "__main__":
+    sys.exit(script_status(main))

@@ -96,6 +96,8 @@ def test_seconds_to_gap_reads_the_first_crossing_of_the_relative_gap(bench):
     """Hand-made traces: gap/|objective| = 0.5, 0.02, 0.005, 0.0005 at t = 1, 2, 3, 4 s; FrobMetric's
     trace scales by |primal|; no gap recorded (or never reached) gives NaN."""
     class Fitted:
+        optimality_measure = "relative_duality_gap"
+
         def __init__(self, trace):
             self.trace_ = {k: np.asarray(v, dtype=float) for k, v in trace.items()}
 
@@ -106,3 +108,6 @@ def test_seconds_to_gap_reads_the_first_crossing_of_the_relative_gap(bench):
     frob = {**trace, "objective": [1e9] * 4, "primal": [2.0] * 4}
     assert bench.seconds_to_gap(Fitted(frob), 1e-2) == 3.0
     assert np.isnan(bench.seconds_to_gap(Fitted({"objective": [1.0], "time": [1.0]}), 1e-2))
+    other = Fitted(trace)
+    other.optimality_measure = "relative_dual_infeasibility"  # BoostMetric: no duality gap
+    assert np.isnan(bench.seconds_to_gap(other, 1e-2))
