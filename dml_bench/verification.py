@@ -284,28 +284,25 @@ def pair_triplets(Z, pairs: PairFold, identity, k: int = 5, n_triplets: int | No
     """
     identity = np.asarray(identity)
     triplets = []
-    for start in range(0, len(pairs.same), _CHUNK):
+    for start in range(0, len(pairs.same), _CHUNK):  # a chunk of pairs at a time, no loop over pairs
         part = slice(start, start + _CHUNK)
-        dist = euclidean_distances(Z[pairs.first[part]], Z, squared=True)
-        for a, other, same, row in zip(pairs.first[part], pairs.second[part], pairs.same[part], dist):
-            own = identity == identity[a]
-            if same:
-                triplets += [(a, other, c) for c in _nearest(row, ~own, k)]
-            else:
-                own[a] = False
-                triplets += [(a, b, other) for b in _nearest(row, own, k)]
-    triplets = np.array(triplets, dtype=np.int64).reshape(-1, 3)
+        a, other, same = pairs.first[part], pairs.second[part], pairs.same[part][:, None]
+        dist = euclidean_distances(Z[a], Z, squared=True)
+        own = identity[a][:, None] == identity[None, :]
+        allowed = np.where(same, ~own, own)  # matched: other people; mismatched: a's own
+        allowed[np.arange(len(a)), a] = False
+        dist[~allowed] = np.inf
+        near = np.argsort(dist, axis=1, kind="stable")[:, :k]  # nearest first, ties: lower index
+        found = np.isfinite(np.take_along_axis(dist, near, axis=1))
+        a_, other_ = np.broadcast_to(a[:, None], near.shape), np.broadcast_to(other[:, None], near.shape)
+        triplets.append(np.stack([a_, np.where(same, other_, near), np.where(same, near, other_)],
+                                 axis=-1)[found])
+    triplets = np.concatenate([np.empty((0, 3), dtype=np.int64), *triplets]).astype(np.int64)
     if n_triplets is not None and n_triplets < len(triplets):
         keep = np.random.default_rng(seed).choice(len(triplets), size=n_triplets, replace=False)
         triplets = triplets[np.sort(keep)]
     both = pair_constraints(pairs)
     return Constraints(both.similar, both.dissimilar, triplets)
-
-
-def _nearest(dist: np.ndarray, allowed: np.ndarray, k: int) -> np.ndarray:
-    """The (at most) k allowed columns of smallest distance, nearest first (ties: lower index)."""
-    candidates = np.flatnonzero(allowed)
-    return candidates[np.argsort(dist[candidates], kind="stable")[:k]]
 
 
 def best_threshold(distances, same) -> tuple[float, float]:
