@@ -29,9 +29,7 @@ paper's Fig. 2 left, ``M + ρ u uᵀ``).
 References
 ----------
 G. Kunapuli and J. Shavlik. Mirror descent for metric learning: a unified approach. ECML PKDD 2012,
-§4 and Fig. 2.
-M. Gu and S. C. Eisenstat. A stable and efficient algorithm for the rank-one modification of the
-symmetric eigenproblem. SIAM J. Matrix Anal. Appl. 15(4):1266–1276, 1994.
+§4 and Fig. 2. The update's own references: :mod:`dml_bench.solvers.eigen_update`.
 """
 
 from __future__ import annotations
