@@ -43,6 +43,22 @@ reproduce-precise:
 reproduction-report:
 	dmlbench report --all --readme README.md
 
+# the LFW verification targets (Ying Table 6, Figs. 2-3; Shen 2014 Tables II-III, Fig. 2) once the
+# user supplies the LFW-SIFT file: make reproduce-lfw DMLBENCH_LFW_SIFT=/path/lfw_sift.mat
+.PHONY: reproduce-lfw
+reproduce-lfw:
+	dmlbench reproduce ying2012-table6 shen2014-table2 --n-jobs $(N_JOBS)
+
+# issue #23: every method on every data set under one protocol, with ranks and significance tests
+# (configs/leaderboard.yaml; resumable, a few days of background runs for the full board), and its
+# CI tier on the bundled sets (configs/leaderboard_quick.yaml, ~30 s)
+.PHONY: leaderboard leaderboard-quick
+leaderboard:
+	dmlbench leaderboard -j $(N_JOBS)
+
+leaderboard-quick:
+	dmlbench leaderboard --quick
+
 # issue #22 item 4: the LFW restricted protocol on drawn Yale B folds (DML-eig, ITML, LDML, Euclidean)
 .PHONY: verification-standin
 verification-standin:
@@ -56,6 +72,7 @@ bench:
 	$(PYTHON) benchmarks/bench_metric_learn.py
 	$(PYTHON) benchmarks/bench_scaling.py
 	$(PYTHON) benchmarks/bench_float32.py
+	$(PYTHON) benchmarks/bench_pair_distances.py
 
 clean:
 	rm -rf results/quickstart results/*_quick .pytest_cache

@@ -21,7 +21,8 @@ from threadpoolctl import threadpool_limits
 from dml_bench.solvers.eigen_update import rank_one_eigh_update
 
 
-def _median_time(fn, repeat):
+def median_seconds(fn, repeat):
+    """Median wall seconds of ``repeat`` calls of ``fn``."""
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
@@ -57,8 +58,8 @@ def main(argv=None):
             u = rng.normal(size=d) / np.sqrt(d)
             B = A + args.alpha * np.outer(u, u)
             B = (B + B.T) / 2
-            t_up = _median_time(lambda: rank_one_eigh_update(lam, V, args.alpha, u), args.repeat)
-            t_eigh = _median_time(lambda: np.linalg.eigh(B), args.repeat)
+            t_up = median_seconds(lambda: rank_one_eigh_update(lam, V, args.alpha, u), args.repeat)
+            t_eigh = median_seconds(lambda: np.linalg.eigh(B), args.repeat)
             new_lam, new_V = rank_one_eigh_update(lam, V, args.alpha, u)
             ref = np.linalg.eigvalsh(B)
             e_val = np.abs(new_lam - ref).max() / np.abs(ref).max()

@@ -4,11 +4,13 @@ Measures per (dataset, method, implementation, split) the fit's wall and CPU sec
 process that fits), its iterations and convergence, and the 3-NN test error in the learned space.
 Both implementations see the same stratified 70/30 splits (seed ``derive_seed(0, dataset, i)``),
 z-scored on the training part, with one BLAS thread and each library's default parameters: ours
-(MMC is our ``xing``) through the runner (:func:`dml_bench.runner.prepare_split`, whose k = 3
-target/impostor constraints they consume, and :func:`~dml_bench.runner.fit_task_solver`);
+(MMC is our ``xing``) through the runner (:func:`dml_bench.tasks.prepare_split`, whose k = 3
+target/impostor constraints they consume, and :func:`~dml_bench.tasks.fit_task_solver`);
 metric-learn's supervised classes (``LMNN``, ``ITML_Supervised``, ``MMC_Supervised``, ``NCA``,
 ``RCA_Supervised``, ``random_state`` = the split's seed) draw their own constraints from the labels.
-The error of both is :func:`dml_bench.evaluate.knn_error` on the transformed points, computed here.
+The error of both is the 3-NN error (:func:`dml_bench.evaluate.knn_predict`) on the transformed
+points, computed here; McNemar's exact test (``bench_float32.mcnemar_p``) compares the two on the
+test points of all splits pooled, so "equal error" is a statement with a p-value.
 
 metric-learn needs scikit-learn <= 1.5, so it runs in its own virtual environment (``PINS``, built
 on first use at ``--venv``, default ``$DMLBENCH_METRIC_LEARN_VENV`` or
@@ -36,9 +38,10 @@ from threadpoolctl import threadpool_limits
 
 from dml_bench import __version__
 from dml_bench.config import DatasetEntry, SolverEntry
-from dml_bench.evaluate import knn_error, model_error
+from bench_float32 import mcnemar_p  # benchmarks/, beside this script
+from dml_bench.evaluate import knn_predict
 from dml_bench.preprocess import Preprocessing
-from dml_bench.runner import Task, fit_task_solver, prepare_split
+from dml_bench.tasks import Task, fit_task_solver, prepare_split
 
 #: method → (our solver, metric-learn class)
 METHODS = {"LMNN": ("lmnn", "LMNN"), "ITML": ("itml", "ITML_Supervised"),
@@ -52,7 +55,7 @@ WORKER = Path(__file__).with_name("metric_learn_worker.py")
 ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 COLUMNS = ["dataset", "method", "implementation", "estimator", "split", "seed", "n_train",
            "n_test", "n_features", "fit_time", "fit_cpu_time", "error", "n_iter", "converged",
-           "version", "failure"]
+           "version", "failure", "correct"]
 
 
 class Unavailable(Exception):
@@ -91,11 +94,12 @@ def our_rows(dataset: str, split: int) -> list[dict]:
         t = task(dataset, split, solver)
         X_train, y_train, X_test, y_test, constraints, _, seed = prepare_split(t)
         model, wall, cpu = fit_task_solver(t, X_train, y_train, constraints)
+        correct = knn_predict(model.transform(X_train), y_train, model.transform(X_test)) == y_test
         rows.append({"dataset": dataset, "method": method, "implementation": "dml_bench",
                      "estimator": solver, "split": split, "seed": seed, "n_train": len(y_train),
                      "n_test": len(y_test), "n_features": X_train.shape[1], "fit_time": wall,
                      "fit_cpu_time": cpu,
-                     "error": model_error(model, X_train, y_train, X_test, y_test),
+                     "error": 1 - correct.mean(), "correct": _bits(correct),
                      "n_iter": getattr(model, "n_iter_", None),
                      "converged": getattr(model, "converged_", None), "version": __version__})
     return rows
@@ -128,32 +132,52 @@ def metric_learn_rows(python: Path, dataset: str, n_splits: int) -> list[dict]:
         if "failed" in fit:
             print(f"metric-learn {cls} on {dataset} split {split} failed: {fit['failed']}")
         X_train, y_train, X_test, y_test, *_, seed = parts[split]
-        error = np.nan if "failed" in fit else knn_error(
-            points[f"{cls}_{split}_train"], y_train, points[f"{cls}_{split}_test"], y_test)
+        correct = None if "failed" in fit else knn_predict(
+            points[f"{cls}_{split}_train"], y_train, points[f"{cls}_{split}_test"]) == y_test
         rows.append({"dataset": dataset, "method": method_of[cls],
                      "implementation": "metric-learn", "estimator": cls, "split": split,
                      "seed": seed, "n_train": len(y_train), "n_test": len(y_test),
                      "n_features": X_train.shape[1], "fit_time": fit.get("fit_time"),
-                     "fit_cpu_time": fit.get("fit_cpu_time"), "error": error,
+                     "error": np.nan if correct is None else 1 - correct.mean(),
+                     "correct": None if correct is None else _bits(correct),
+                     "fit_cpu_time": fit.get("fit_cpu_time"),
                      "n_iter": fit.get("n_iter"), "converged": fit.get("converged"),
                      "version": result["version"], "failure": fit.get("failed")})
     return rows
 
 
+def _bits(correct: np.ndarray) -> str:
+    """Per test point, 1 if classified correctly: the ``correct`` column (for McNemar's test)."""
+    return "".join("1" if c else "0" for c in correct)
+
+
+def paired_p(runs: pd.DataFrame, dataset: str, method: str) -> float:
+    """McNemar's exact p-value of ours against metric-learn on the test points of every split
+    both classified (the errors are equal unless p is small), nan without such a split."""
+    fits = runs[(runs["dataset"] == dataset) & (runs["method"] == method)].dropna(
+        subset=["correct"]).pivot(index="split", columns="implementation", values="correct")
+    fits = fits.dropna()
+    if fits.empty or len(fits.columns) < 2:
+        return np.nan
+    ours, theirs = ("".join(fits[impl]) for impl in ("dml_bench", "metric-learn"))
+    return mcnemar_p(np.array(list(ours)) == "1", np.array(list(theirs)) == "1")
+
+
 def summary_markdown(runs: pd.DataFrame) -> str:
-    """Mean fit seconds and 3-NN error (%) per dataset and method, ours vs metric-learn."""
+    """Mean fit seconds and 3-NN error (%) per dataset and method, ours vs metric-learn, and
+    McNemar's p-value of the two errors over the pooled test points of the splits."""
     keys = ["dataset", "method"]
     mean = runs.groupby([*keys, "implementation"])[["fit_time", "error"]].mean()
     splits = runs.groupby(keys)["split"].nunique()
     lines = ["| dataset | method | splits | ours fit (s) | metric-learn fit (s) | "
-             "time ratio (metric-learn / ours) | ours error (%) | metric-learn error (%) |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+             "time ratio (metric-learn / ours) | ours error (%) | metric-learn error (%) | "
+             "McNemar p |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for dataset, method in runs[keys].drop_duplicates().itertuples(index=False):
         ours, theirs = (mean.reindex([(dataset, method, impl)]).iloc[0]
                         for impl in ("dml_bench", "metric-learn"))
         cells = [f"{ours.fit_time:.3f}", f"{theirs.fit_time:.3f}",
                  f"{theirs.fit_time / ours.fit_time:.1f}", f"{100 * ours.error:.2f}",
-                 f"{100 * theirs.error:.2f}"]
+                 f"{100 * theirs.error:.2f}", f"{paired_p(runs, dataset, method):.2g}"]
         cells = [cell.replace("nan", "—") for cell in cells]
         lines.append(f"| {dataset} | {method} | {splits[dataset, method]} | "
                      + " | ".join(cells) + " |")

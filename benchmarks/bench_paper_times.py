@@ -4,11 +4,11 @@ The performance record of ``make bench`` (issue #21). Every paper table with ``q
 fit_time`` (``ying2012/table5``, ``kunapuli2012/table3_time``, ``shen2010/table3``,
 ``shen2014/table1_time``, ...) is read with the reproduction target that holds it
 (``dml_bench/targets.yaml``) and that target's config. A paper cell maps onto the config's tasks
-as the report maps it (``report.compare_with_paper``): a dataset or solver label that is a key of
+as the report maps it (``tables.compare_with_paper``): a dataset or solver label that is a key of
 the table is used as is, else its registry name. Each cell with a number is re-timed on split 0
-of the config's protocol, built by the runner's own code (``runner.all_tasks``,
-``runner.prepare_split``: split, preprocessing, constraints) and fitted by
-``runner.fit_task_solver`` with the solver parameters of the committed split-0 run of
+of the config's protocol, built by the runner's own code (``tasks.all_tasks``,
+``tasks.prepare_split``: split, preprocessing, constraints) and fitted by
+``tasks.fit_task_solver`` with the solver parameters of the committed split-0 run of
 ``results/<experiment>/runs.csv`` (its ``solver_params``, which hold the values its ``tune:`` block
 chose: no re-tuning), with one BLAS thread, warnings silenced.
 
@@ -42,8 +42,8 @@ from threadpoolctl import threadpool_limits
 from dml_bench.papers import PaperTable, list_paper_tables, load_paper_table
 from dml_bench.registry import UnknownNameError
 from dml_bench.reproduction import availability, experiment_of, load_targets
-from dml_bench.runner import Task, all_tasks, fit_task_solver, prepare_split
 from dml_bench.solvers import SOLVERS
+from dml_bench.tasks import Task, all_tasks, fit_task_solver, prepare_split
 from hardware_floor import cpu_model, script_status  # benchmarks/, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,7 +117,7 @@ def table_cells(key: str, results_root: Path = ROOT / "results") -> list[Cell]:
 
 
 def _paper_key(task: Task, table: PaperTable) -> tuple[str, str]:
-    """The (row, column) of ``table`` a task fills, as ``report.compare_with_paper`` maps it."""
+    """The (row, column) of ``table`` a task fills, as ``tables.compare_with_paper`` maps it."""
     row = task.dataset.label if task.dataset.label in table.row_names else task.dataset.name
     col = task.solver.label if task.solver.label in table.column_names else task.solver.name
     return row, col

@@ -19,7 +19,7 @@ DML-eig, FrobMetric and LMNN; ``random_triplets`` 10 000 for SGD-IncSVD, with th
 parameters λ = 0.1, c = 0.1). Constraint generation is timed separately (``constraint_seconds``,
 shared by the solvers that use the same constraints).
 
-Each fit runs in its own fresh process (``runner.fit_task_solver``, one BLAS thread), forked by a
+Each fit runs in its own fresh process (``tasks.fit_task_solver``, one BLAS thread), forked by a
 ``multiprocessing`` fork server with ``dml_bench`` preloaded: no import cost, no earlier fit's
 memory, and none of this process's state (fits forked straight from it after its OpenMP k-NN
 search ran up to 10× slower). Memory: the peak resident set of the fit, i.e. the kernel's
@@ -215,7 +215,7 @@ def fit_child(job: dict, conn) -> None:
 
 def _fit_and_send(job: dict, conn) -> None:
     from dml_bench.config import SolverEntry
-    from dml_bench.runner import fit_task_solver
+    from dml_bench.tasks import fit_task_solver
 
     task = argparse.Namespace(solver=SolverEntry(job["solver"], job["solver"], job["params"]),
                               tuned=())
@@ -254,7 +254,7 @@ def run_fit(solver: str, X, y, constraints, max_iter: int, budget: float) -> dic
     job = {"solver": solver, "params": params, "X": X, "y": y, "constraints": constraints,
            "budget": budget}
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["dml_bench.runner", "dml_bench.solvers"])
+    ctx.set_forkserver_preload(["dml_bench.tasks", "dml_bench.solvers"])
     receive, send = ctx.Pipe(duplex=False)
     child = ctx.Process(target=fit_child, args=(job, send))
     child.start()

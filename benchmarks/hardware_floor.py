@@ -72,9 +72,9 @@ from threadpoolctl import threadpool_limits
 
 from dml_bench.config import load_config
 from dml_bench.errors import DMLBenchError
-from dml_bench.runner import Task, all_tasks, fit_task_solver, prepare_split
 from dml_bench.solvers import frobmetric, lowrank_sgd
 from dml_bench.solvers.linalg import DENSE_EIGH_MAX_DIM, triplet_pairs
+from dml_bench.tasks import Task, all_tasks, fit_task_solver, prepare_split
 
 ROOT = Path(__file__).resolve().parents[1]
 FLOAT = 8  # bytes of a float64 (and of an int64 index)

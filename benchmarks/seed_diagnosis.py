@@ -50,8 +50,8 @@ from threadpoolctl import threadpool_limits
 
 from dml_bench.config import load_config, parse_scalar
 from dml_bench.evaluate import knn_error, model_error, spectrum_counts
-from dml_bench.runner import Task, all_tasks, prepare_split
 from dml_bench.solvers import SOLVERS
+from dml_bench.tasks import Task, all_tasks, prepare_split
 
 DEFAULT_FRACTIONS = (0.1, 0.5, 1.0, 3.0)
 #: the iteration-count parameter of solvers whose cap is not ``max_iter``: passes over the pairs

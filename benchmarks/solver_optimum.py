@@ -36,9 +36,9 @@ from sklearn.exceptions import ConvergenceWarning
 
 from dml_bench.config import load_config, parse_scalar
 from dml_bench.evaluate import knn_error
-from dml_bench.runner import all_tasks, prepare_split
 from dml_bench.solvers import SOLVERS
 from dml_bench.solvers.linalg import components_from_psd
+from dml_bench.tasks import all_tasks, prepare_split
 
 
 def xing_objective(X, y, constraints, M) -> float:

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from .report import FLOAT_SLACK, read_runs, summarize
+from .report import read_runs, summarize
+from .tables import FLOAT_SLACK
 
 BASELINE_COLUMNS = ["dataset", "label", "error_mean", "error_std", "error_n", "n_test_mean"]
 OFFENDING = ("worse", "missing")
@@ -82,7 +83,7 @@ def check_against_baseline(
 
     Raises
     ------
-    dml_bench.report.ReportError
+    dml_bench.tables.ReportError
         If ``runs.csv`` is missing or empty.
     """
     baseline = pd.read_csv(baseline_csv, dtype={"dataset": str, "label": str})[BASELINE_COLUMNS]

@@ -201,7 +201,7 @@ def paper_matrix(table_key: str) -> pd.DataFrame:
 
 
 def ours_from_comparison(comparison: pd.DataFrame) -> pd.DataFrame:
-    """Our means of a comparison (:func:`dml_bench.report.compare_with_paper`), same layout."""
+    """Our means of a comparison (:func:`dml_bench.tables.compare_with_paper`), same layout."""
     ran = comparison.dropna(subset=["ours_mean"]).drop_duplicates(["dataset", "solver"])
     return ran.pivot(index="dataset", columns="solver", values="ours_mean")
 

@@ -130,7 +130,8 @@ def run(obj, config, n_jobs, backend, scheduler, timing, force, supersede, resul
     resumes where it stopped when the same command is given again. Runs started together on the
     same folder share the tasks: each runs once.
     """
-    from .report import ReportError, write_report
+    from .report import write_report
+    from .tables import ReportError
     from .runner import run_experiment
 
     _exit_on_sigterm()
@@ -166,7 +167,8 @@ def report(results_dirs, all_targets, results_root, readme):
 
     With --all, also the reproduction report of every target (dml_bench/targets.yaml).
     """
-    from .report import ReportError, update_readme_status, write_report
+    from .report import update_readme_status, write_report
+    from .tables import ReportError
 
     for directory in results_dirs:
         try:
@@ -276,6 +278,57 @@ def reproduce(obj, targets, all_targets, quick, precise, check_baseline, n_jobs,
 
 
 @main.command()
+@click.option("--quick", is_flag=True,
+              help="The CI tier (configs/leaderboard_quick.yaml: bundled sets, 3 splits, few "
+                   "methods) into RESULTS_DIR/leaderboard_quick.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="Board config (default configs/leaderboard.yaml, or _quick with --quick).")
+@click.option("--dataset", "datasets", multiple=True, metavar="LABEL",
+              help="Run only this data set (repeatable); the statistics list what is left.")
+@click.option("--solver", "solvers", multiple=True, metavar="LABEL",
+              help="Run only this method (repeatable), likewise.")
+@click.option("-j", "--n-jobs", type=int, help="Parallel tasks within a cell.")
+@click.option("--backend", type=click.Choice(["loky", "dask", "sequential"]),
+              help="joblib backend (overrides execution.backend).")
+@click.option("--scheduler", help="dask scheduler address (with --backend dask).")
+@click.option("--budget", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="Per-fit wall-clock budget (overrides leaderboard.fit_budget_seconds).")
+@click.option("--stats-only", is_flag=True, help="Only write the statistics of what has run.")
+@click.option("--results-dir", type=click.Path(file_okay=False), default="results",
+              show_default=True)
+@click.pass_obj
+def leaderboard(obj, quick, config_path, datasets, solvers, n_jobs, backend, scheduler, budget,
+                stats_only, results_dir):
+    """Run the leaderboard (every method, every data set, one protocol), then its statistics.
+
+    Cells run through the ordinary runner (resumable, in parts, shared by concurrent runs); a
+    fit over the budget marks its cell over budget (–) and a cell that breaks the memory rule is
+    marked cannot run. Writes ranks, Friedman/Nemenyi, pairwise Wilcoxon, the critical-difference
+    diagram, the time–rank plot and leaderboard.html into RESULTS_DIR/<board name>.
+    """
+    from .leaderboard import load_board, run_board, write_board_report
+
+    _exit_on_sigterm()
+    config_path = config_path or f"configs/leaderboard{'_quick' if quick else ''}.yaml"
+    board = load_board(config_path)
+    board = replace(board, budget=budget or board.budget,
+                    experiment=replace(board.experiment, **{k: v for k, v in (
+                        ("n_jobs", n_jobs), ("backend", backend), ("scheduler", scheduler))
+                        if v is not None}))
+    if not stats_only:
+        s = run_board(board, results_dir, mirror=obj["mirror"], cache_dir=obj["cache_dir"],
+                      datasets=datasets, solvers=solvers, echo=lambda m: click.echo(m, err=True))
+        click.echo(f"{board.experiment.name}: {s.ran} cells run, {s.done_before} already done, "
+                   f"{s.over_budget} over budget, {s.cannot_run} cannot run, {s.failed} failed, "
+                   f"{s.no_data} without data")
+    board_dir = Path(results_dir) / board.experiment.name
+    board_dir.mkdir(parents=True, exist_ok=True)
+    for name, path in write_board_report(board, board_dir, obj["mirror"],
+                                         obj["cache_dir"]).items():
+        click.echo(f"  {name}: {path}")
+
+
+@main.command()
 @click.argument("results_dir", type=click.Path(file_okay=False, exists=True))
 @click.option("--baseline", required=True, type=click.Path(dir_okay=False),
               help="Baseline CSV (summary.csv format).")
@@ -310,7 +363,7 @@ def check(results_dir, baseline, update):
 def validate(config):
     """Check CONFIG without running anything."""
     exp = _load(config)
-    from .runner import all_tasks
+    from .tasks import all_tasks
 
     n = sum(1 for _ in all_tasks(exp))
     click.echo(f"{config}: ok ({len(exp.datasets)} datasets × {len(exp.solvers)} solvers, "

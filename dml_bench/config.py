@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +109,9 @@ class Experiment:
     backend: str = "loky"
     scheduler: str | None = None
     timing: bool = False
+    task: str = "knn"  # evaluation.task: "knn" (classification) or "verification" (pairs)
+    verification: Any = None  # verification.VerificationSpec when task == "verification"
+    data_paths: tuple = ()  # (dataset label, file) of named entries given a `path:` (lfw_sift)
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved config as plain YAML-able data (written next to the results)."""
@@ -117,7 +120,9 @@ class Experiment:
             "paper_table": list(self.paper_table) or None,
             "datasets": [{"name": d.name, "label": d.label, **d.preprocessing.to_dict(),
                           "n_samples": d.n_samples, "n_splits": d.n_splits,
-                          **({"solvers": list(d.solvers)} if d.solvers else {})}
+                          **({"solvers": list(d.solvers)} if d.solvers else {}),
+                          **({"path": dict(self.data_paths)[d.label]}
+                             if d.label in dict(self.data_paths) else {})}
                          for d in self.datasets],
             "split": {"train_fraction": self.train_fraction,
                       "validation_fraction": self.validation_fraction, "n_splits": self.n_splits,
@@ -127,8 +132,9 @@ class Experiment:
             "solvers": [{"name": s.name, "label": s.label, "params": dict(s.params),
                          **({"tune": s.tune.to_dict()} if s.tune else {})}
                         for s in self.solvers],
-            "evaluation": {"knn_k": self.knn_k, "tie_break": self.tie_break,
-                           "save_traces": self.save_traces},
+            "evaluation": (self.verification.to_dict() if self.task == "verification" else
+                           {"knn_k": self.knn_k, "tie_break": self.tie_break,
+                            "save_traces": self.save_traces}),
             "figures": [dict(f) for f in self.figures],
             "notes": dict(self.notes),
             "protocol": [dict(p) for p in self.protocol],
@@ -152,7 +158,15 @@ _SPLIT = {"train_fraction": ((int, float), 0.7), "validation_fraction": ((int, f
 _CONSTRAINTS = {"generator": (str, "knn_triplets"), "params": (dict, {"k": 3})}
 _SOLVER = {"name": (str, ...), "label": (str, None), "params": (dict, {}), "tune": (dict, None)}
 _TUNE = {"grid": (dict, ...), "cv": (int, None), "validation": ((int, float), None)}
-_EVALUATION = {"knn_k": (int, 3), "tie_break": (str, "nearest"), "save_traces": (bool, False)}
+_EVALUATION = {"knn_k": (int, 3), "tie_break": (str, "nearest"), "save_traces": (bool, False),
+               "task": (str, "knn"), **{key: value for key, value in (
+                   ("folds", (str, None)), ("n_folds", (int, None)), ("n_matched", (int, None)),
+                   ("n_mismatched", (int, None)), ("triplet_k", (int, None)),
+                   ("n_triplets", ((int, dict), None)), ("identities", (str, None)))}}
+#: ``evaluation:`` keys of ``task: verification`` only (see :func:`_read_verification`)
+_VERIFICATION_KEYS = ("folds", "n_folds", "n_matched", "n_mismatched", "triplet_k", "n_triplets",
+                      "identities")
+TASKS = ("knn", "verification")
 _FIGURE = {"name": (str, ...), "kind": (str, ...), "x": (str, ...), "y": (str, ...),
            "panels": (str, "dataset"), "series": (str, "label"), "logx": (bool, False),
            "logy": (bool, False), "title": (str, "")}
@@ -196,9 +210,16 @@ class _Reader:
         return out
 
     def name(self, registry, name: str, path: str, extra: dict | None = None):
-        valid = list(registry) + list(extra or {})
-        if name not in valid:
+        if name not in registry and name not in (extra or {}):  # plug-ins: see registry.py
+            valid = list(registry) + list(registry.entry_points()) + list(extra or {})
             self.fail(path, str(UnknownNameError(registry.kind, name, valid)))
+
+    def plugin(self, registry, name: str, path: str):
+        """``registry[name]``, a plug-in's load or check failure reported at ``path``."""
+        try:
+            return registry[name]
+        except DMLBenchError as exc:
+            self.fail(path, str(exc))
 
     def check(self, ok: bool, path: str, problem: str):
         if not ok:
@@ -289,6 +310,12 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
     r.check(evaluation["knn_k"] >= 1, "evaluation.knn_k", "must be at least 1")
     r.check(evaluation["tie_break"] in TIE_BREAKS, "evaluation.tie_break",
             f"must be one of {', '.join(TIE_BREAKS)}, got {evaluation['tie_break']!r}")
+    r.check(evaluation["task"] in TASKS, "evaluation.task",
+            f"must be one of {', '.join(TASKS)}, got {evaluation['task']!r}")
+    verifying = evaluation["task"] == "verification"
+    stray = [k for k in _VERIFICATION_KEYS if evaluation[k] is not None]
+    r.check(verifying or not stray, "evaluation",
+            f"{stray} apply to `task: verification` only (this is a k-NN experiment)")
     execution = r.section(top["execution"], _EXECUTION, "execution")
     r.check(execution["n_jobs"] >= 1 or execution["n_jobs"] == -1, "execution.n_jobs",
             "must be a positive number of workers or -1 (all cores)")
@@ -296,11 +323,14 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
             f"must be one of {', '.join(BACKENDS)}, got {execution['backend']!r}")
 
     r.check(len(top["datasets"]) > 0, "datasets", "needs at least one dataset")
-    datasets = []
+    datasets, data_paths = [], []
     for i, entry in enumerate(top["datasets"]):
         p = f"datasets[{i}]"
-        d = r.section(_bare_name(entry), _DATASET, p)
-        r.name(DATASETS, d["name"], f"{p}.name")
+        entry, data_path = _named_path(r, _bare_name(entry), p)
+        d = r.section(_source_entry(r, entry, p, check_data), _DATASET, p)
+        r.name(DATASETS, d["name"], f"{p}.name", extra=_verification_tables() if verifying else None)
+        if data_path:
+            data_paths.append((d["label"] or d["name"], data_path))
         r.check(d["normalize"] in NORMALIZATIONS, f"{p}.normalize",
                 f"must be one of {', '.join(NORMALIZATIONS)}, got {d['normalize']!r}")
         for key in ("pca", "downscale", "n_samples", "n_splits"):
@@ -322,8 +352,8 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
         s = r.section(_bare_name(entry), _SOLVER, p)
         r.name(SOLVERS, s["name"], f"{p}.name", extra=PLANNED)
         if s["name"] in SOLVERS:
-            _check_params(r, SOLVERS[s["name"]], s["params"], f"{p}.params")
-        tune = s["tune"] and _read_tune(r, s, split, f"{p}.tune")
+            _check_params(r, r.plugin(SOLVERS, s["name"], f"{p}.name"), s["params"], f"{p}.params")
+        tune = s["tune"] and _read_tune(r, s, split, f"{p}.tune", view1=verifying)
         solvers.append(SolverEntry(s["name"], s["label"] or s["name"], dict(s["params"]), tune))
     _unique(r, [s.label for s in solvers], "solvers", "solver label")
     for i, d in enumerate(datasets):
@@ -349,13 +379,15 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
         n_splits=split["n_splits"], seed=split["seed"], stratify=split["stratify"],
         predefined=split["predefined"],
         generator=cons["generator"], generator_params=dict(cons["params"]),
-        knn_k=evaluation["knn_k"], tie_break=evaluation["tie_break"],
+        knn_k=evaluation["knn_k"], tie_break=evaluation["tie_break"], task=evaluation["task"],
+        verification=_read_verification(r, evaluation, datasets, solvers) if verifying else None,
+        data_paths=tuple(data_paths),
         save_traces=evaluation["save_traces"], figures=_read_figures(r, top["figures"], evaluation),
         notes={str(k): str(v) for k, v in top["notes"].items()},
         protocol=_read_protocol(r, top["protocol"]), n_jobs=execution["n_jobs"],
         backend=execution["backend"], scheduler=execution["scheduler"], timing=execution["timing"],
     )
-    if check_data:
+    if check_data and not verifying:
         _check_class_sizes(r, exp)
     return exp
 
@@ -372,6 +404,126 @@ def _read_protocol(r: _Reader, entries: list) -> tuple:
                 "where the paper is silent)")
         out.append({k: " ".join(v.split()) for k, v in p.items() if v})
     return tuple(out)
+
+
+_SOURCES = ("path", "openml")
+
+
+def _source_entry(r: _Reader, entry: Any, path: str, check_data: bool) -> Any:
+    """A nameless dataset entry whose data is a user's file (``path:`` a CSV / ARFF / LIBSVM file,
+    with ``label_column:`` for CSV and ARFF) or an OpenML dataset (``openml:`` an id or name) is
+    the entry of the registry name that resolves it (``file:<path>?label_column=<column>``,
+    ``openml:<id>``), labelled by default after the file's stem / ``openml_<id>``; other options
+    (normalize, dtype, ...) as for any dataset. With ``check_data`` a file is read here, so that
+    a missing column or an unparseable file is a config error. Anything else is returned as is.
+    """
+    if not isinstance(entry, dict) or "name" in entry or not set(_SOURCES) & set(entry):
+        return entry
+    from .datasets.loader import FILE_FORMATS, file_reference
+
+    entry = dict(entry)
+    r.check(len(set(_SOURCES) & set(entry)) == 1, path,
+            "give one of `path:` (a data file) and `openml:` (an OpenML dataset), not both")
+    if "openml" in entry:
+        ref = entry.pop("openml")
+        r.check(isinstance(ref, (int, str)) and not isinstance(ref, bool) and bool(str(ref).strip()),
+                f"{path}.openml", f"expected an OpenML dataset id or name, got {ref!r}")
+        return {**entry, "name": f"openml:{ref}", "label": entry.get("label") or f"openml_{ref}"}
+    file, label_column = entry.pop("path"), entry.pop("label_column", None)
+    r.check(isinstance(file, str) and bool(file), f"{path}.path", f"expected a file path, got {file!r}")
+    r.check(label_column is None or isinstance(label_column, str), f"{path}.label_column",
+            f"expected a column name, got {label_column!r}")
+    suffix = Path(file).suffix.lower()
+    r.check(suffix in FILE_FORMATS, f"{path}.path",
+            f"unknown file type {suffix!r} of {file}; supported: {', '.join(FILE_FORMATS)}")
+    if FILE_FORMATS[suffix] == "libsvm":
+        r.check(label_column is None, f"{path}.label_column",
+                "a LIBSVM file holds its labels in each line's first field: drop label_column")
+    else:
+        r.check(label_column is not None, path,
+                f"a {suffix} file needs `label_column:` (the column holding the class)")
+    r.check(Path(file).is_file(), f"{path}.path", f"file {file} not found (relative paths are "
+            f"read from the working directory, {Path.cwd()})")
+    name = file_reference(file, label_column)
+    if check_data:
+        from .datasets import DATASETS
+
+        r.plugin(DATASETS, name, path)  # reads the file: a bad column or format is reported here
+    return {**entry, "name": name, "label": entry.get("label") or Path(file).stem}
+
+
+def _named_path(r: _Reader, entry: Any, path: str) -> tuple[Any, str | None]:
+    """A NAMED entry with ``path:`` (``{name: lfw_sift, path: /my/lfw_sift.mat}``): the file
+    that replaces the registered dataset's own, for ``lfw_sift`` only (the entry without it,
+    and the path). A nameless ``path:`` entry is a user's data file (:func:`_source_entry`)."""
+    if not isinstance(entry, dict) or "name" not in entry or "path" not in entry:
+        return entry, None
+    entry = dict(entry)
+    file = entry.pop("path")
+    r.check(entry["name"] == "lfw_sift", f"{path}.path",
+            f"a named dataset takes `path:` only for lfw_sift (the user's LFW-SIFT file), not "
+            f"{entry['name']!r}; for a data file of your own drop `name:`")
+    r.check(isinstance(file, str) and bool(file), f"{path}.path", f"expected a file path, got {file!r}")
+    return entry, file
+
+
+def _verification_tables() -> dict:
+    """Data a verification experiment names besides registered datasets (``lfw_pixels``)."""
+    from .verification import LFW_TABLES
+
+    return LFW_TABLES
+
+
+def _read_verification(r: _Reader, evaluation: dict, datasets: list, solvers: list):
+    """The ``evaluation:`` options of ``task: verification`` as a
+    :class:`~dml_bench.verification.VerificationSpec` (README § Config reference)."""
+    from .datasets import DATASETS
+    from .solvers import SOLVERS
+    from .verification import FOLD_SOURCES, IDENTITY_SOURCES, LFW_TABLES, VerificationSpec
+
+    given = {k: evaluation[k] for k in _VERIFICATION_KEYS if evaluation[k] is not None}
+    spec = VerificationSpec(**{k: v for k, v in given.items() if k != "n_triplets"})
+    r.check(spec.folds in FOLD_SOURCES, "evaluation.folds",
+            f"must be one of {', '.join(FOLD_SOURCES)}, got {spec.folds!r}")
+    r.check(spec.identities in IDENTITY_SOURCES, "evaluation.identities",
+            f"must be one of {', '.join(IDENTITY_SOURCES)}, got {spec.identities!r}")
+    for key in ("n_folds", "n_matched", "n_mismatched", "triplet_k"):
+        r.check(getattr(spec, key) >= 1, f"evaluation.{key}", "must be at least 1")
+    if spec.folds == "lfw":
+        extra = sorted(set(given) & {"n_folds", "n_matched", "n_mismatched"})
+        r.check(not extra, "evaluation", f"{extra} apply to drawn folds only (folds: drawn); "
+                "LFW's folds are those of pairs.txt")
+    r.check(spec.n_folds >= 2, "evaluation.n_folds", "needs at least 2 folds (train on the others)")
+    triplets = given.get("n_triplets")
+    labels = [d.label for d in datasets]
+    if isinstance(triplets, dict):
+        unknown = sorted(set(triplets) - set(labels))
+        r.check(not unknown, "evaluation.n_triplets",
+                f"unknown dataset label(s) {unknown}; labels: {', '.join(labels)}")
+        bad = [k for k, v in triplets.items() if not isinstance(v, int) or isinstance(v, bool) or v < 1]
+        r.check(not bad, "evaluation.n_triplets", f"must map dataset labels to positive counts: {bad}")
+        spec = replace(spec, n_triplets_by_dataset=tuple(triplets.items()))
+    elif triplets is not None:
+        r.check(triplets >= 1, "evaluation.n_triplets", "must be at least 1")
+        spec = replace(spec, n_triplets=triplets)
+    for i, d in enumerate(datasets):
+        lfw = d.name in LFW_TABLES
+        r.check(lfw == (spec.folds == "lfw"), f"datasets[{i}].name",
+                f"{d.name!r} with folds: {spec.folds}: LFW descriptors ({', '.join(LFW_TABLES)}) "
+                "take LFW's folds (folds: lfw), any other labelled dataset drawn folds (folds: drawn)")
+        r.check(lfw or d.name in DATASETS, f"datasets[{i}].name", f"unknown dataset {d.name!r}")
+        r.check(d.preprocessing.downscale is None and d.preprocessing.dtype == "float64",
+                f"datasets[{i}]", "downscale and dtype do not apply to verification (normalize, "
+                "sqrt and pca do)")
+    for i, s in enumerate(solvers):
+        if s.name in SOLVERS:
+            kind = SOLVERS[s.name](**s.params).constraint_kind
+            r.check(kind != "labels", f"solvers[{i}].name",
+                    f"{s.name} needs class labels, which the restricted verification setting has "
+                    "not (pair and triplet solvers, or euclidean)")
+        r.check(not s.tune or spec.folds == "lfw", f"solvers[{i}].tune",
+                "tuning uses LFW's View 1, which drawn folds have not")
+    return spec
 
 
 def _bare_name(entry: Any) -> Any:
@@ -407,8 +559,9 @@ def _read_figures(r: _Reader, figures: list, evaluation: dict) -> tuple:
     return tuple(out)
 
 
-def _read_tune(r: _Reader, solver: dict, split: dict, path: str) -> Tune:
-    """A solver's ``tune:`` block: ``grid`` plus ``cv: k`` or ``validation: fraction``."""
+def _read_tune(r: _Reader, solver: dict, split: dict, path: str, view1: bool = False) -> Tune:
+    """A solver's ``tune:`` block: ``grid`` plus ``cv: k`` or ``validation: fraction``; with
+    ``view1`` (verification) the grid alone: LFW's View 1 chooses."""
     from .solvers import SOLVERS
 
     t = r.section(solver["tune"], _TUNE, path)
@@ -420,6 +573,11 @@ def _read_tune(r: _Reader, solver: dict, split: dict, path: str) -> Tune:
                 f"must be a non-empty list of values, got {values!r}")
         r.check(name not in solver["params"], f"{path}.grid.{name}",
                 "is also fixed in params: give it in one place")
+    if view1:
+        r.check(t["cv"] is None and t["validation"] is None, path,
+                "a verification experiment tunes on LFW's View 1 (fit on pairsDevTrain, chosen on "
+                "pairsDevTest): give the grid alone, without cv or validation")
+        return Tune(tuple((name, tuple(values)) for name, values in t["grid"].items()))
     r.check((t["cv"] is None) != (t["validation"] is None), path,
             "give exactly one of `cv: <folds>` (k-fold on the training part) and "
             "`validation: <fraction>` (the held-out validation part)")
@@ -461,9 +619,9 @@ def _check_class_sizes(r: _Reader, exp: Experiment):
         return  # random generators have no k targets per point
     k = exp.generator_params.get("k", 3)
     for i, entry in enumerate(exp.datasets):
-        if dataset_status(entry.name) == "network needed":
-            continue
         try:
+            if dataset_status(entry.name) == "network needed":
+                continue
             _, y, _ = load_dataset(entry.name, allow_network=False)
         except DataNotAvailable:
             continue  # a data fault: the run reports the dataset as skipped, with the reason

@@ -1,16 +1,41 @@
-"""Name → object registries for datasets, constraint generators and solvers.
+"""Name → object registries for datasets, constraint generators and solvers, and their plug-ins.
 
-Every stage of the pipeline looks its plug-ins up by the name a YAML config uses. An unknown name
-raises :class:`UnknownNameError`, whose message lists the valid names and the closest match.
+Every stage of the pipeline looks its plug-ins up by the name a YAML config uses. A name is, in
+the order tried:
+
+1. a built-in entry, registered by the package (``SOLVERS.register("lmnn", LMNN)``);
+2. a source reference ``scheme:rest`` of a scheme the registry's owner registered
+   (:meth:`Registry.register_source`; the datasets' ``openml:<id or name>`` and
+   ``file:<path>[?label_column=<column>]``);
+3. the name of a Python entry point of the registry's ``group`` (``dml_bench.solvers``,
+   ``dml_bench.datasets``), declared by any installed distribution and loaded lazily, the first
+   time a config names it;
+4. (registries with a group) a reference ``module.path:Attribute`` to an object in an
+   importable module.
+
+Plug-ins are checked and adapted before use by the registry's ``adapt`` function (the solvers'
+:func:`check_solver`, the datasets' ``datasets.loader.as_dataset_spec``); an object that does not
+fit, or a module that does not import, is a :class:`PluginError` with a one-line message naming
+the entry point or the module. An unknown name raises :class:`UnknownNameError`, whose
+message lists the valid names (entry points included) and the closest match.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator, Mapping
+import importlib
+import inspect
+import re
+from collections.abc import Callable, Iterator, Mapping
+from importlib import metadata
 from typing import Any
 
 from .errors import DMLBenchError
+
+#: what a solver's ``constraint_kind`` may be (see :mod:`dml_bench.solvers.base`)
+CONSTRAINT_KINDS = ("pairs", "triplets", "labels", "none")
+
+_REFERENCE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
 class UnknownNameError(DMLBenchError, KeyError):
@@ -29,18 +54,38 @@ class UnknownNameError(DMLBenchError, KeyError):
         return self.args[0]
 
 
+class PluginError(DMLBenchError, ValueError):
+    """A plug-in that cannot be used: its module does not import, its entry point does not load,
+    or the object is not what the registry holds (one-line message naming it)."""
+
+
 class Registry(Mapping):
-    """A read-mostly mapping of plug-in names with helpful errors.
+    """A read-mostly mapping of names with helpful errors, extended by plug-ins.
+
+    Iteration and ``len`` cover the built-in entries; lookup (``registry[name]``) also resolves
+    entry points of the kind's group and ``module:Attribute`` references (see the module
+    docstring), once per process (later lookups return the same object). ``name in registry``
+    tells whether a name can be looked up without loading it (a built-in, an entry point's name,
+    a well-formed reference).
 
     Parameters
     ----------
     kind : str
         What the registry holds ("dataset", "solver", ...), used in error messages.
+    group : str, optional
+        The entry-point group of its plug-ins; without one the registry takes no plug-ins (entry
+        points or ``module:Attribute`` references).
+    adapt : callable, optional
+        ``adapt(name, obj, what)``: checks a plug-in object and returns what the registry holds
+        (raising :class:`PluginError`); ``what`` names the plug-in for the message.
     """
 
-    def __init__(self, kind: str):
-        self.kind = kind
+    def __init__(self, kind: str, group: str | None = None,
+                 adapt: Callable[[str, Any, str], Any] | None = None):
+        self.kind, self.group, self.adapt = kind, group, adapt
         self._items: dict[str, Any] = {}
+        self._plugins: dict[str, Any] = {}
+        self._sources: dict[str, Callable[[str], Any]] = {}
 
     def register(self, name: str, obj: Any = None):
         """Register ``obj`` under ``name``; without ``obj`` acts as a decorator."""
@@ -51,14 +96,129 @@ class Registry(Mapping):
         self._items[name] = obj
         return obj
 
+    def register_source(self, scheme: str, resolve: Callable[[str], Any]) -> None:
+        """Resolve names ``scheme:rest`` by ``resolve(rest)`` (once per process and name)."""
+        if scheme in self._sources:
+            raise ValueError(f"{self.kind} source {scheme!r} is registered twice")
+        self._sources[scheme] = resolve
+
     def __getitem__(self, name: str) -> Any:
-        try:
+        if name in self._items:
             return self._items[name]
-        except KeyError:
-            raise UnknownNameError(self.kind, name, list(self._items)) from None
+        if name not in self._plugins:
+            self._plugins[name] = self._resolve(name)
+        return self._plugins[name]
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        return (name in self._items or name in self._plugins or name in self.entry_points()
+                or self._scheme(name) is not None or self._is_reference(name))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._items)
 
     def __len__(self) -> int:
         return len(self._items)
+
+    def entry_points(self) -> dict[str, list[metadata.EntryPoint]]:
+        """The installed entry points of the registry's group, by name (empty without one)."""
+        found: dict[str, list[metadata.EntryPoint]] = {}
+        if self.group is not None:
+            for ep in metadata.entry_points(group=self.group):
+                found.setdefault(ep.name, []).append(ep)
+        return found
+
+    def _is_reference(self, name: str) -> bool:
+        return self.group is not None and _REFERENCE.fullmatch(name) is not None
+
+    def _scheme(self, name: str) -> str | None:
+        scheme = name.partition(":")[0]
+        return scheme if ":" in name and scheme in self._sources else None
+
+    def _resolve(self, name: str) -> Any:
+        what = f"{self.kind} {name!r}"
+        if (scheme := self._scheme(name)) is not None:
+            return self._sources[scheme](name.partition(":")[2])
+        entry_points = self.entry_points()
+        if name in entry_points:
+            eps = entry_points[name]
+            origins = [f"{ep.value} ({_distribution(ep)})" for ep in eps]
+            if len({ep.value for ep in eps}) > 1:
+                raise PluginError(f"{what}: entry point of group {self.group} is "
+                                  f"declared more than once: {'; '.join(origins)}; uninstall one")
+            what = f"{what} (entry point {name} = {origins[0]} of group {self.group})"
+            try:
+                obj = eps[0].load()
+            except Exception as exc:  # noqa: BLE001 - any import failure is the plug-in's fault
+                raise PluginError(f"{what}: cannot load it: {describe(exc)}") from exc
+        elif self._is_reference(name):
+            obj = import_reference(name, what)
+        else:
+            raise UnknownNameError(self.kind, name, list(self._items) + list(entry_points))
+        return obj if self.adapt is None else self.adapt(name, obj, what)
+
+
+def import_reference(reference: str, what: str | None = None) -> Any:
+    """The object a ``module.path:Attribute`` reference names.
+
+    Raises
+    ------
+    PluginError
+        The module does not import (with the import error) or has no such attribute.
+    """
+    what = what or repr(reference)
+    module_name, _, attribute = reference.partition(":")
+    try:
+        obj = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - ImportError, or whatever the module raises
+        raise PluginError(f"{what}: cannot import module {module_name!r}: {describe(exc)}") from exc
+    for part in attribute.split("."):
+        if not hasattr(obj, part):
+            raise PluginError(f"{what}: module {module_name!r} has no attribute {attribute!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def check_solver(name: str, obj: Any, what: str | None = None) -> type:
+    """``obj`` if it is a solver class the runner can use, else a :class:`PluginError`.
+
+    A solver is a scikit-learn-style estimator class: constructed from keyword hyper-parameters
+    only, with ``get_params``, ``fit(X, y, constraints=...)`` and ``transform`` (or ``predict``
+    when its ``evaluation`` is ``"predict"``), and a ``constraint_kind`` among
+    :data:`CONSTRAINT_KINDS` saying what ``fit`` consumes (like the built-in
+    :class:`~dml_bench.solvers.base.MetricLearner`, which a plug-in may subclass).
+    """
+    what = what or f"solver {name!r}"
+    if not inspect.isclass(obj):
+        raise PluginError(f"{what}: is a {type(obj).__name__}, not a solver class")
+    problems = []
+    for method in ("get_params", "fit",
+                   "predict" if getattr(obj, "evaluation", "knn") == "predict" else "transform"):
+        if not callable(getattr(obj, method, None)):
+            problems.append(f"has no {method}() method")
+    fit = getattr(obj, "fit", None)
+    if callable(fit):
+        params = inspect.signature(fit).parameters
+        if "constraints" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            problems.append("its fit() takes no `constraints` argument")
+    kind = getattr(obj, "constraint_kind", None)
+    if kind not in CONSTRAINT_KINDS:
+        problems.append(f"its constraint_kind is {kind!r}, not one of {', '.join(CONSTRAINT_KINDS)}")
+    if problems:
+        raise PluginError(f"{what}: {obj.__module__}.{obj.__qualname__} is not a scikit-learn-style "
+                          f"solver: {'; '.join(problems)} (see dml_bench.solvers.base.MetricLearner)")
+    return obj
+
+
+def describe(exc: BaseException, limit: int = 300) -> str:
+    """``Type: message`` of an exception, on one line, at most ``limit`` characters."""
+    text = " ".join(str(exc).split()).rstrip(".") or "(no message)"
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return f"{type(exc).__name__}: {text}"
+
+
+def _distribution(ep: metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    return f"from {dist.name} {dist.version}" if dist is not None else "from an unknown distribution"

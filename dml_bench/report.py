@@ -19,32 +19,20 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from .papers import PaperTable, load_paper_table
 from .figures import write_figures
-from .errors import DMLBenchError
 from .results import RUN_COLUMNS, RunStore
+from .tables import (CONFIG_FILE, FLOAT_SLACK, ReportError, compare_with_paper, comparison_to_latex,
+                     config_order, display_label, mean_std, paper_table_keys, read_config, tabular,
+                     tex, write_output)
 
 RUNS_FILE = "runs.csv"
-CONFIG_FILE = "config.yaml"
 STATUS_START = "<!-- status:start -->"
 STATUS_END = "<!-- status:end -->"
-NO_STD_MATCH = 0.5
-"""Largest |ours − paper| (percentage points) counted as a match where the paper gives no std."""
-FLOAT_SLACK = 1e-9
-"""Slack on inclusive comparisons, so a difference exactly at a boundary is not lost to rounding."""
 
 _TEXT_COLUMNS = ("dataset", "label", "solver")
 _REQUIRED = ["task_id", *_TEXT_COLUMNS, "error", "fit_time", "fit_cpu_time", "n_iter", "n_test"]
-_MATCH_MARK = {True: "$\\checkmark$", False: "$\\times$"}
-COMPARISON_COLUMNS = [
-    "table", "quantity", "dataset", "solver", "label", "paper_mean", "paper_std",
-    "ours_mean", "ours_std", "n", "diff", "match", "ratio", "status", "welch_p", "significance",
-    "note",
-]
-SIGNIFICANCE_LEVEL = 0.05
-"""Two-sided level of the Welch test of ours against the paper (:func:`welch_verdict`)."""
 PRECISE_SUFFIX = "_precise"
 """``results/<name>_precise``: the precise companion of ``results/<name>`` (100 splits on the
 small sets, cheap solvers; ``targets.yaml`` ``precise:``)."""
@@ -55,10 +43,6 @@ PRECISE_COLUMNS = [
     "paper_in_ci", "precise_welch_p", "precise_significance", "precise_note",
 ]
 """Columns :func:`add_precise_columns` adds to an error comparison."""
-
-
-class ReportError(DMLBenchError, RuntimeError):
-    """A results directory cannot be reported on (missing or empty ``runs.csv``, no markers...)."""
 
 
 def read_runs(results_dir: Path | str) -> pd.DataFrame:
@@ -96,20 +80,6 @@ def read_runs(results_dir: Path | str) -> pd.DataFrame:
     # columns added after the file was written (older versions) read as empty
     runs = runs.reindex(columns=list(dict.fromkeys([*runs.columns, *RUN_COLUMNS])))
     return runs.astype({c: str for c in _TEXT_COLUMNS}).reset_index(drop=True)
-
-
-def read_config(results_dir: Path | str) -> dict[str, Any]:
-    """Read the resolved ``config.yaml`` of a results directory.
-
-    Raises
-    ------
-    ReportError
-        If the file is missing.
-    """
-    path = Path(results_dir) / CONFIG_FILE
-    if not path.is_file():
-        raise ReportError(f"no experiment config: {path} does not exist")
-    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
 
 
 #: per-run counts of the learned spectrum (``evaluate.spectrum_counts``; Kunapuli Table 3)
@@ -152,157 +122,11 @@ def summarize(runs: pd.DataFrame, config: Mapping[str, Any] | None = None) -> pd
         )
         .reset_index()
     )
-    return summary if config is None else _config_order(summary, config)
-
-
-def _display_label(entry: Mapping[str, Any]) -> str:
-    return str(entry.get("label") or entry["name"])
-
-
-def _config_order(summary: pd.DataFrame, config: Mapping[str, Any]) -> pd.DataFrame:
-    order = {}
-    for column, section in (("dataset", "datasets"), ("label", "solvers")):
-        listed = [_display_label(e) for e in config.get(section) or []]
-        order[column] = {v: i for i, v in enumerate(dict.fromkeys(listed + list(summary[column])))}
-    return summary.sort_values(
-        ["dataset", "label"], key=lambda s: s.map(order[s.name]), kind="stable"
-    ).reset_index(drop=True)
-
-
-def is_match(ours: float, paper_mean: float, paper_std: float | None) -> bool:
-    """Whether our mean reproduces a reported error.
-
-    Parameters
-    ----------
-    ours, paper_mean : float
-        Test errors in percent.
-    paper_std : float or None
-        The reported split-to-split std; None where the paper gives none.
-
-    Returns
-    -------
-    bool
-        ``|ours − paper_mean| <= paper_std``, or ``<= NO_STD_MATCH`` (0.5 points) without a std;
-        the boundary counts as a match.
-    """
-    allowed = NO_STD_MATCH if paper_std is None else paper_std
-    return bool(abs(ours - paper_mean) <= allowed + FLOAT_SLACK)
-
-
-def welch_verdict(ours_mean: float, ours_std: float, ours_n: int, paper_mean: float,
-                  paper_std: float | None, paper_n: int | None) -> tuple[float | None, str]:
-    """Whether our mean error differs significantly from the paper's (Welch's unequal-variance t).
-
-    The match rule (|ours − paper| ≤ the paper's std) reads a 2-point gap the same whether ours is
-    better or broken; this says which side ours is on and whether the gap is larger than the two
-    split-to-split spreads explain, by ``scipy.stats.ttest_ind_from_stats`` on both means, stds
-    (sample stds, ddof = 1) and split counts.
-
-    Parameters
-    ----------
-    ours_mean, ours_std : float
-    ours_n : int
-        Our number of splits.
-    paper_mean : float
-    paper_std : float or None
-        None where the paper prints no std (a single run): not testable.
-    paper_n : int or None
-        The paper's number of splits (:attr:`PaperTable.n_splits`); None: not testable.
-
-    Returns
-    -------
-    (p, verdict)
-        The two-sided p-value (None when not testable) and ``"ours lower, p = …"`` /
-        ``"ours higher, p = …"`` at :data:`SIGNIFICANCE_LEVEL`, ``"no significant difference
-        (p = …)"``, or ``"not testable (…)"``.
-
-    References
-    ----------
-    B. L. Welch. The generalization of "Student's" problem when several different population
-    variances are involved. Biometrika 34(1/2):28–35, 1947.
-    """
-    from scipy.stats import ttest_ind_from_stats
-
-    if paper_std is None or not paper_n or paper_n < 2:
-        return None, "not testable (the paper gives no std or split count)"
-    if ours_n < 2 or pd.isna(ours_std):
-        return None, "not testable (one split of ours)"
-    p = float(ttest_ind_from_stats(ours_mean, ours_std, ours_n, paper_mean, paper_std, paper_n,
-                                   equal_var=False).pvalue)
-    if np.isnan(p):  # both stds zero
-        return None, "not testable (no spread on either side)"
-    if p < SIGNIFICANCE_LEVEL:
-        return p, f"ours {'lower' if ours_mean < paper_mean else 'higher'}, p = {p:.2g}"
-    return p, f"no significant difference (p = {p:.2g})"
-
-
-def compare_with_paper(
-    summary: pd.DataFrame, table: PaperTable, config: Mapping[str, Any] | None = None
-) -> pd.DataFrame:
-    """Put our summary next to a reported table, cell by cell.
-
-    A summary row is matched to paper row/column keys (registry names): a dataset label or solver
-    label that is itself a key of the paper table is used as is; otherwise the dataset's registry
-    name (from ``config``) and the solver's registry name (``solver`` column) are used.
-
-    Parameters
-    ----------
-    summary : pandas.DataFrame
-        From :func:`summarize`.
-    table : PaperTable
-        The reported numbers.
-    config : mapping, optional
-        The experiment config, to map dataset labels back to registry names.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per reported cell, in the paper's order (one per matching label if several of our
-        labels map to the same cell), columns :data:`COMPARISON_COLUMNS`. ``diff`` is
-        ours − paper; for ``quantity == "error"`` ``match`` follows :func:`is_match` and
-        ``ratio`` is empty, for time tables ``match`` is empty and ``ratio`` is ours / paper.
-        ``status`` is ``match`` / ``mismatch`` (error), ``compared`` (time) or ``not run``;
-        for errors ``welch_p`` and ``significance`` are :func:`welch_verdict`'s.
-        Cells we ran that the paper lacks are left out, and so are paper rows of datasets that
-        are not in the experiment (``config``'s datasets, else the summary's).
-    """
-    keyed = summary.assign(**_paper_keys(summary, table, config))
-    in_experiment = set(keyed["row_key"]) | {d["name"] for d in (config or {}).get("datasets") or []}
-    records = []
-    for row, col, mean, std in table.cells():
-        if row not in in_experiment:
-            continue
-        hits = keyed[(keyed["row_key"] == row) & (keyed["col_key"] == col)]
-        base = {"table": table.key, "quantity": table.quantity, "dataset": row, "solver": col,
-                "paper_mean": mean, "paper_std": std, "note": table.note_for(row, col)}
-        if hits.empty:
-            records.append({**base, "n": 0, "status": "not run"})
-        records += [{**base, **_ours(hit, table, mean, std)} for _, hit in hits.iterrows()]
-    return pd.DataFrame.from_records(records, columns=COMPARISON_COLUMNS)
-
-
-def _paper_keys(
-    summary: pd.DataFrame, table: PaperTable, config: Mapping[str, Any] | None
-) -> dict[str, list[str]]:
-    names = {_display_label(d): d["name"] for d in (config or {}).get("datasets") or []}
-    return {
-        "row_key": [d if d in table.row_names else names.get(d, d) for d in summary["dataset"]],
-        "col_key": [lab if lab in table.column_names else s
-                    for lab, s in zip(summary["label"], summary["solver"])],
-    }
-
-
-def _ours(hit: pd.Series, table: PaperTable, paper_mean: float, paper_std: float | None) -> dict:
-    quantity = table.quantity
-    ours, ours_std, n = hit[f"{quantity}_mean"], hit[f"{quantity}_std"], int(hit["error_n"])
-    fields = {"label": hit["label"], "ours_mean": ours, "ours_std": ours_std, "n": n,
-              "diff": ours - paper_mean}
-    if quantity == "error":
-        match = is_match(ours, paper_mean, paper_std)
-        p, verdict = welch_verdict(ours, ours_std, n, paper_mean, paper_std, table.n_splits)
-        return {**fields, "match": match, "status": "match" if match else "mismatch",
-                "welch_p": p, "significance": verdict}
-    return {**fields, "ratio": ours / paper_mean, "status": "compared"}
+    if "accuracy" in runs and runs["accuracy"].notna().any():  # pair verification, percent
+        accuracy = (runs["accuracy"] * 100).groupby([runs["dataset"], runs["label"]], sort=False)
+        summary = summary.merge(accuracy.agg(accuracy_mean="mean", accuracy_std="std").reset_index(),
+                                on=["dataset", "label"], how="left")
+    return summary if config is None else config_order(summary, config)
 
 
 # ------------------------------------------------------------------------ precise estimate
@@ -339,19 +163,19 @@ def add_precise_columns(comparison: pd.DataFrame, table: PaperTable, config: Map
     ``precise_summary`` / ``precise_config`` are those of the precise companion (same config,
     more splits; ``precise_summary`` None: not run yet). Per cell: its split count, mean, std,
     the :func:`t_interval` of the mean, whether the paper's mean lies in it, and Welch's t of
-    the paper's (mean, std, splits) against ours (:func:`welch_verdict`) — the paper's mean is
-    itself a 10-split average, so lying outside our narrow interval alone does not make it
-    different. A cell without an estimate says why in ``precise_note``: the data set or the
+    the paper's (mean, std, splits) against ours (:func:`~dml_bench.tables.welch_verdict`) — the
+    paper's mean is itself a 10-split average, so lying outside our narrow interval alone does
+    not make it different. A cell without an estimate says why in ``precise_note``: the data set or the
     solver is not in the precise run (a large set; a tuned solver), or it has not run yet;
     a cell still short of its splits says how many it has. Time tables are returned as they are.
     """
     if comparison.empty or not (comparison["quantity"] == "error").all():
         return comparison
     precise_config = precise_config or {}
-    datasets = {_display_label(d): d for d in config.get("datasets") or []}
-    precise_sets = {_display_label(d): d for d in precise_config.get("datasets") or []}
-    tuned = {_display_label(s) for s in config.get("solvers") or [] if s.get("tune")}
-    precise_solvers = {_display_label(s) for s in precise_config.get("solvers") or []}
+    datasets = {display_label(d): d for d in config.get("datasets") or []}
+    precise_sets = {display_label(d): d for d in precise_config.get("datasets") or []}
+    tuned = {display_label(s) for s in config.get("solvers") or [] if s.get("tune")}
+    precise_solvers = {display_label(s) for s in precise_config.get("solvers") or []}
     default_splits = (precise_config.get("split") or {}).get("n_splits", 10)
     found = {}
     if precise_summary is not None and not precise_summary.empty:
@@ -361,7 +185,7 @@ def add_precise_columns(comparison: pd.DataFrame, table: PaperTable, config: Map
     rows = []
     for r in comparison.itertuples(index=False):
         entry = _dataset_entry(r.dataset, datasets)
-        label = entry and _display_label(entry)
+        label = entry and display_label(entry)
         hit = found.get((r.dataset, r.solver, r.label))
         if hit is None and pd.isna(r.label):  # a cell the headline did not run
             hit = next((v for (d, s, _), v in found.items() if (d, s) == (r.dataset, r.solver)),
@@ -413,30 +237,6 @@ def precise_of(results_dir: Path | str) -> tuple[pd.DataFrame | None, dict | Non
 # --------------------------------------------------------------------------------------- LaTeX
 
 
-def _tex(text: Any) -> str:
-    """Escape LaTeX special characters in a label."""
-    out = str(text)
-    for char in "&%$#_{}":
-        out = out.replace(char, "\\" + char)
-    return out
-
-
-def _mean_std(mean: float, std: float | None) -> str:
-    if pd.isna(mean):
-        return "--"
-    return f"{mean:.2f}" if std is None or pd.isna(std) else f"{mean:.2f} ({std:.2f})"
-
-
-def _tex_row(cells: list[str]) -> str:
-    return " & ".join(cells) + r" \\"
-
-
-def _tabular(align: str, header: list[str], body: list[list[str]]) -> str:
-    lines = [f"\\begin{{tabular}}{{{align}}}", "\\toprule", _tex_row(header), "\\midrule"]
-    lines += [_tex_row(cells) for cells in body]
-    return "\n".join(lines + ["\\bottomrule", "\\end{tabular}", ""])
-
-
 def summary_to_latex(summary: pd.DataFrame, quantity: str = "error") -> str:
     """A booktabs table in the papers' layout: datasets × solvers, "mean (std)".
 
@@ -460,52 +260,14 @@ def summary_to_latex(summary: pd.DataFrame, quantity: str = "error") -> str:
         cells = [grid.loc[(dataset, lab), [f"{quantity}_mean", f"{quantity}_std"]]
                  if (dataset, lab) in grid.index else (np.nan, np.nan) for lab in labels]
         best = min((round(m, 2) for m, _ in cells if not pd.isna(m)), default=None)
-        body.append([_tex(dataset)] + [
-            f"\\textbf{{{_mean_std(m, s)}}}" if round(m, 2) == best else _mean_std(m, s)
+        body.append([tex(dataset)] + [
+            f"\\textbf{{{mean_std(m, s)}}}" if round(m, 2) == best else mean_std(m, s)
             for m, s in cells
         ])
-    return _tabular("l" + "r" * len(labels), ["Dataset"] + [_tex(lab) for lab in labels], body)
-
-
-def comparison_to_latex(comparison: pd.DataFrame) -> str:
-    """A booktabs table of reported vs. our values, one line per cell.
-
-    Parameters
-    ----------
-    comparison : pandas.DataFrame
-        From :func:`compare_with_paper`.
-
-    Returns
-    -------
-    str
-        Columns Dataset, Method (solver key, our label in parentheses where it differs), Paper,
-        Ours, Diff., and Match (``$\\checkmark$`` / ``$\\times$``) for error tables or Ratio
-        (ours / paper) for time tables; cells not run show ``not run``.
-    """
-    is_time = bool((comparison["quantity"] == "fit_time").any())
-    body = []
-    for rec in comparison.itertuples(index=False):
-        ran_as = "" if pd.isna(rec.label) or rec.label == rec.solver else f" ({rec.label})"
-        if rec.status == "not run":
-            ours, diff, last = "not run", "--", "--"
-        else:
-            ours, diff = _mean_std(rec.ours_mean, rec.ours_std), f"{rec.diff:+.2f}"
-            last = f"{rec.ratio:.2f}" if is_time else _MATCH_MARK[bool(rec.match)]
-        paper = _mean_std(rec.paper_mean, rec.paper_std)
-        body.append([_tex(rec.dataset), _tex(rec.solver + ran_as), paper, ours, diff, last])
-    header = ["Dataset", "Method", "Paper", "Ours", "Diff.", "Ratio" if is_time else "Match"]
-    return _tabular("llrrrc", header, body)
+    return tabular("l" + "r" * len(labels), ["Dataset"] + [tex(lab) for lab in labels], body)
 
 
 # ------------------------------------------------------------------------------------ files
-
-
-def paper_table_keys(config: Mapping[str, Any]) -> list[str]:
-    """The config's ``paper_table`` (null, a key, or a list of keys) as a list of keys."""
-    keys = config.get("paper_table")
-    if keys is None:
-        return []
-    return [keys] if isinstance(keys, str) else list(keys)
 
 
 def write_report(results_dir: Path | str) -> dict[str, Path]:
@@ -530,6 +292,11 @@ def write_report(results_dir: Path | str) -> dict[str, Path]:
         If ``runs.csv`` or ``config.yaml`` is missing, or ``runs.csv`` is empty.
     """
     results_dir = Path(results_dir)
+    if (results_dir / CONFIG_FILE).is_file() and (
+            read_config(results_dir).get("evaluation") or {}).get("task") == "verification":
+        from .verification_report import write_verification_report
+
+        return write_verification_report(results_dir)  # pair verification (LFW protocol)
     runs, config = read_runs(results_dir), read_config(results_dir)
     summary = summarize(runs, config)
     outputs: dict[str, str | pd.DataFrame] = {
@@ -546,18 +313,10 @@ def write_report(results_dir: Path | str) -> dict[str, Path]:
         stem = "comparison_" + key.replace("/", "_")
         outputs[f"{stem}.csv"] = comparison
         outputs[f"{stem}.tex"] = comparison_to_latex(comparison)
-    written = {name: _write(results_dir / name, content) for name, content in outputs.items()}
+    written = {name: write_output(results_dir / name, content) for name, content in outputs.items()}
     for name, paths in write_figures(results_dir, runs, config).items():
         written.update({f"figures/{p.name}": p for p in paths})
     return written
-
-
-def _write(path: Path, content: str | pd.DataFrame) -> Path:
-    if isinstance(content, pd.DataFrame):
-        content.to_csv(path, index=False)
-    else:
-        path.write_text(content, encoding="utf-8")
-    return path
 
 
 # ----------------------------------------------------------------------------------- status

@@ -159,6 +159,11 @@ def availability(target: Target, exp: Experiment | None, mirror=None, cache_dir=
                 missing.append(f"{name} ({exc})")
         elif dataset_status(name, mirror=mirror, cache_dir=cache_dir) == "network needed":
             missing.append(f"{name} (not in the mirror or cache; {_how_to_get(name)})")
+    if exp is not None and exp.task == "verification":  # its data: the LFW-SIFT file, ...
+        from .verification import data_problem
+
+        problem = data_problem(exp, mirror, cache_dir, load=fetch)
+        missing += [problem] if problem else []
     reasons = []
     if missing:
         reasons.append("data not available: " + "; ".join(missing))

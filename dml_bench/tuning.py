@@ -23,13 +23,15 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from .evaluate import model_error
+from .execution import failure_row, utc_now
+from .tasks import prepare_split
 
 
 @dataclass(frozen=True)
 class TuneTask:
     """One fit of a grid point on one tuning fold of an outer task."""
 
-    task: object  # runner.Task (not imported: runner imports this module)
+    task: object  # tasks.Task
     point: tuple  # ((parameter, value), ...) in grid order
     fold: tuple
 
@@ -54,7 +56,6 @@ def tune_tasks(task) -> list[TuneTask]:
 
 def run_tune_task(tt: TuneTask, blas_threads: int = 1) -> dict:
     """Fit one grid point on one fold; returns its ``tuning.csv`` row (or an error row)."""
-    from .runner import _failure_row, _now, prepare_split
     from .solvers import SOLVERS
 
     task = tt.task
@@ -69,14 +70,14 @@ def run_tune_task(tt: TuneTask, blas_threads: int = 1) -> dict:
                 wall = time.perf_counter() - wall
             error = model_error(solver, X_fit, y_fit, X_eval, y_eval, task.knn_k, task.tie_break)
     except Exception as exc:
-        row = _failure_row(task, exc)
+        row = failure_row(task, exc)
         row["task_id"] = tt.task_id
         row["label"] = f"{task.solver.label} [tuning {_params_json(tt.point)}, fold {tt.fold_name}]"
         return row
     return {"task_id": tt.task_id, "outer_task_id": task.task_id, "experiment": task.experiment,
             "dataset": task.dataset.label, "split": task.split, "label": task.solver.label,
             "fold": tt.fold_name, "params": _params_json(tt.point), "error": error,
-            "fit_time": wall, "n_fit": len(y_fit), "n_eval": len(y_eval), "finished_at": _now()}
+            "fit_time": wall, "n_fit": len(y_fit), "n_eval": len(y_eval), "finished_at": utc_now()}
 
 
 class TuningIncomplete(RuntimeError):
@@ -88,7 +89,7 @@ def choose(task, tuning: pd.DataFrame) -> tuple[dict, float, float]:
 
     Parameters
     ----------
-    task : runner.Task
+    task : tasks.Task
         An outer task with a ``tune:`` block.
     tuning : DataFrame
         Rows of ``tuning.csv`` (any tasks).

@@ -32,10 +32,26 @@ The protocol, as the papers state it and as this module implements it:
 Shen et al. classify the test pairs with Mk-NN (their ref. [20]) rather than a threshold; here
 every solver, triplet solvers included, is evaluated with the threshold rule above.
 :func:`run_verification` runs all of this for a registry solver, fold by fold.
+
+**As an experiment** (``evaluation: {task: verification}`` in a config, README § Config
+reference): one :class:`VerificationTask` per (dataset entry, solver, test fold)
+(:func:`verification_tasks`), fitted and scored by :func:`fit_and_score`, each a row of
+``runs.csv`` (:data:`VERIFICATION_COLUMNS`); :mod:`dml_bench.verification_run` runs them
+(:func:`~dml_bench.verification_run.run_verification_experiment`: resumable, shared between
+concurrent runs, a ``tune:`` grid tuned on View 1 first) and :mod:`dml_bench.verification_report`
+writes their report (:func:`~dml_bench.verification_report.write_verification_report`: accuracy
+mean, std and SEM over the folds, merged-ROC AUC and EER, LaTeX table, ROC figures and the paper
+comparisons). The data of an entry are the LFW-SIFT file (``lfw_sift``,
+:func:`~dml_bench.datasets.lfw.load_lfw_table`), raw LFW pixels (``lfw_pixels``,
+:func:`~dml_bench.datasets.lfw.load_lfw_pixels`: not the papers' features, flagged in the
+summary), or any labelled registered dataset with drawn folds
+(``folds: drawn``, :func:`draw_pair_folds`).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import time
 import warnings
 from collections.abc import Sequence
@@ -191,8 +207,12 @@ def restricted_split(folds: Sequence[PairFold], test_fold: int) -> RestrictedSpl
     return RestrictedSplit(train.images(), train, folds[test_fold])
 
 
-def preprocess_fold(X, split: RestrictedSplit, pca: int | None = None, sqrt: bool = False):
+def preprocess_fold(X, split: RestrictedSplit, pca: int | None = None, sqrt: bool = False,
+                    normalize: str = "none"):
     """Square root and PCA fitted on the training images, applied to training and test images.
+
+    With ``pca``, the first ``pca`` columns of :func:`project_fold` (the projections on every
+    principal component, in order), which several PCA dimensions can share.
 
     Parameters
     ----------
@@ -204,6 +224,9 @@ def preprocess_fold(X, split: RestrictedSplit, pca: int | None = None, sqrt: boo
         features.
     sqrt : bool
         Element-wise square root first ("Square Root", Ying & Li 2012 Table 6).
+    normalize : str
+        Per-feature scaling fitted on the training images before the PCA
+        (:class:`~dml_bench.preprocess.Preprocessing`; the papers use none).
 
     Returns
     -------
@@ -214,9 +237,37 @@ def preprocess_fold(X, split: RestrictedSplit, pca: int | None = None, sqrt: boo
     test_images : ndarray of int
         Sorted distinct rows of the test fold's images.
     """
+    if pca:
+        Z_train, Z_test, test_images = project_fold(X, split, sqrt, normalize)
+        return np.ascontiguousarray(Z_train[:, :pca]), np.ascontiguousarray(Z_test[:, :pca]), test_images
     test_images = split.test.images()
-    Z_train, Z_test = Preprocessing(normalize="none", pca=pca, sqrt=sqrt).apply(
-        np.asarray(X[split.train_images], dtype=float), np.asarray(X[test_images], dtype=float))
+    Z_train, Z_test = Preprocessing(normalize=normalize, sqrt=sqrt).apply(
+        *(np.asarray(X[rows], dtype=float) for rows in (split.train_images, test_images)))
+    return Z_train, Z_test, test_images
+
+
+def project_fold(X, split: RestrictedSplit, sqrt: bool = False, normalize: str = "none"):
+    """The training and test images projected on every principal component of the training
+    images (after ``sqrt`` and ``normalize``), in decreasing order of variance.
+
+    The first k columns are the PCA-k features (:class:`~dml_bench.preprocess.Preprocessing`'s
+    full SVD keeps every component and truncates, so they agree to round-off). Features
+    constant on the training images are dropped first: they have no variance, so the
+    components are the same without them, and a table with many constant columns costs only
+    its varying ones.
+
+    Returns
+    -------
+    Z_train, Z_test, test_images
+        As :func:`preprocess_fold`, with ``min(n_train_images, varying features)`` columns.
+    """
+    test_images = split.test.images()
+    X_train, X_test = (np.asarray(X[rows], dtype=float) for rows in (split.train_images, test_images))
+    if normalize != "global_maxabs":  # a global scale would see the dropped columns
+        varying = np.ptp(X_train, axis=0) > 0
+        X_train, X_test = X_train[:, varying], X_test[:, varying]
+    Z_train, Z_test = Preprocessing(normalize=normalize, pca=min(X_train.shape), sqrt=sqrt).apply(
+        X_train, X_test)
     return Z_train, Z_test, test_images
 
 
@@ -292,8 +343,8 @@ def pair_triplets(Z, pairs: PairFold, identity, k: int = 5, n_triplets: int | No
         allowed = np.where(same, ~own, own)  # matched: other people; mismatched: a's own
         allowed[np.arange(len(a)), a] = False
         dist[~allowed] = np.inf
-        near = np.argsort(dist, axis=1, kind="stable")[:, :k]  # nearest first, ties: lower index
-        found = np.isfinite(np.take_along_axis(dist, near, axis=1))
+        near = _k_nearest(dist, k)
+        found = near >= 0
         a_, other_ = np.broadcast_to(a[:, None], near.shape), np.broadcast_to(other[:, None], near.shape)
         triplets.append(np.stack([a_, np.where(same, other_, near), np.where(same, near, other_)],
                                  axis=-1)[found])
@@ -303,6 +354,24 @@ def pair_triplets(Z, pairs: PairFold, identity, k: int = 5, n_triplets: int | No
         triplets = triplets[np.sort(keep)]
     both = pair_constraints(pairs)
     return Constraints(both.similar, both.dissimilar, triplets)
+
+
+def _k_nearest(dist: np.ndarray, k: int) -> np.ndarray:
+    """Per row, the columns of the k smallest finite entries, nearest first, ties to the lower
+    column (what a stable argsort gives), −1 where a row has fewer; by a partition and a sort of
+    the candidates only (at most k per row but for ties), not a sort of every row."""
+    n_rows, n_cols = dist.shape
+    near = np.full((n_rows, k), -1, dtype=np.int64)
+    if n_cols == 0 or k == 0:
+        return near
+    kth = np.partition(dist, min(k, n_cols) - 1, axis=1)[:, [min(k, n_cols) - 1]]
+    rows, cols = np.nonzero((dist <= kth) & np.isfinite(dist))
+    order = np.lexsort((cols, dist[rows, cols], rows))
+    rows, cols = rows[order], cols[order]
+    rank = np.arange(len(rows)) - np.searchsorted(rows, rows)  # position within its row
+    keep = rank < k
+    near[rows[keep], rank[keep]] = cols[keep]
+    return near
 
 
 def best_threshold(distances, same) -> tuple[float, float]:
@@ -398,7 +467,7 @@ def fit_pair_solver(name: str, params: dict, Z, pairs: PairFold, identity=None, 
     Pair solvers get :func:`pair_constraints`, triplet solvers :func:`pair_triplets` (with
     ``identity``, default :func:`matched_components`), solvers without constraints (Euclidean)
     empty constraints. Label solvers are refused: the restricted setting has no labels. Warnings are
-    silenced, as in :func:`~dml_bench.runner.fit_task_solver`.
+    silenced, as in :func:`~dml_bench.tasks.fit_task_solver`.
     """
     from .solvers import SOLVERS
 
@@ -481,3 +550,266 @@ def run_verification(X, folds: Sequence[PairFold], solver: str = "euclidean",
     table = pd.DataFrame(rows)
     mean, sem = mean_sem(table["accuracy"])
     return {"folds": table, "accuracy_mean": mean, "accuracy_sem": sem, **merged_roc(distances, same)}
+
+
+# ----------------------------------------------------------------------- as an experiment
+
+#: ``runs.csv`` of a verification experiment: one row per (dataset entry, solver, test fold);
+#: ``split`` is the test fold, ``accuracy`` / ``auc`` / ``eer`` are of that fold's test pairs,
+#: ``error`` = 1 − accuracy and ``n_test`` = test pairs (the columns every report reads)
+VERIFICATION_COLUMNS = [
+    "task_id", "experiment", "dataset", "split", "seed", "solver", "label", "solver_params",
+    "preprocessing", "features", "folds", "n_train_pairs", "n_train_images", "n_test_pairs",
+    "n_similar", "n_dissimilar", "n_triplets", "accuracy", "error", "n_test", "threshold",
+    "train_accuracy", "auc", "eer", "fit_time", "fit_cpu_time", "n_iter", "converged", "tuned_params", "tuning_accuracy",
+    "tuning_time", "blas_threads", "n_jobs", "dmlbench_version", "finished_at",
+]
+#: View 2's folds in pairs.txt
+LFW_FOLDS = 10
+#: fold sources: LFW's own pair lists (View 2 folds, View 1 for tuning) or folds drawn on a
+#: labelled set (:func:`draw_pair_folds`)
+FOLD_SOURCES = ("lfw", "drawn")
+#: where triplet solvers get identities: the matched-pair components (restricted) or the names
+IDENTITY_SOURCES = ("pairs", "names")
+#: the LFW descriptor tables a ``folds: lfw`` entry can name, and what they are
+LFW_TABLES = {"lfw_sift": "SIFT at 9 facial points x 3 scales (Guillaumin et al. 2009)",
+              "lfw_pixels": "raw LFW pixels (scikit-learn fetch_lfw_pairs): not the paper's features"}
+
+
+@dataclass(frozen=True)
+class VerificationSpec:
+    """The ``evaluation:`` options of a verification experiment (README § Config reference).
+
+    Attributes
+    ----------
+    folds : {"lfw", "drawn"}
+        ``lfw``: View 2's ten folds of ``pairs.txt`` (and View 1 for ``tune:``); ``drawn``:
+        :func:`draw_pair_folds` on a labelled dataset (``n_folds`` folds of ``n_matched`` +
+        ``n_mismatched`` pairs, disjoint identities).
+    triplet_k : int
+        Neighbours per pair for triplet solvers (:func:`pair_triplets`' ``k``).
+    n_triplets : int or None
+        Triplets kept per fold (None: all); ``n_triplets_by_dataset`` overrides it per dataset
+        label (Shen et al. Table II varies it).
+    identities : {"pairs", "names"}
+        Identities for the triplet rule: :func:`matched_components` of the training pairs
+        (restricted) or the people's names (what Shen et al. describe).
+    """
+
+    folds: str = "lfw"
+    n_folds: int = 10
+    n_matched: int = 300
+    n_mismatched: int = 300
+    triplet_k: int = 5
+    n_triplets: int | None = None
+    n_triplets_by_dataset: tuple = ()
+    identities: str = "pairs"
+
+    def triplets_for(self, label: str) -> int | None:
+        """Triplets per fold for the dataset entry ``label``."""
+        return dict(self.n_triplets_by_dataset).get(label, self.n_triplets)
+
+    def to_dict(self) -> dict:
+        """The options as a config's ``evaluation:`` keys."""
+        out = {"task": "verification", "folds": self.folds, "triplet_k": self.triplet_k,
+               "n_triplets": (dict(self.n_triplets_by_dataset) if self.n_triplets_by_dataset
+                              else self.n_triplets), "identities": self.identities}
+        if self.folds == "drawn":
+            out.update(n_folds=self.n_folds, n_matched=self.n_matched, n_mismatched=self.n_mismatched)
+        return out
+
+
+@dataclass(frozen=True)
+class VerificationTask:
+    """One (dataset entry, solver, test fold) of a verification experiment; ``fold`` is
+    ``"view1"`` for a View 1 tuning fit of grid point ``point``."""
+
+    experiment: str
+    dataset: object  # config.DatasetEntry
+    solver: object  # config.SolverEntry
+    fold: int | str
+    spec: VerificationSpec
+    seed: int
+    path: str | None = None  # the entry's data file (location, not part of the id)
+    mirror: str | None = None
+    cache_dir: str | None = None
+    point: tuple = ()  # tuning: the grid point fitted
+    tuned: tuple = ()  # final: the grid point View 1 chose
+    tuning_accuracy: float | None = None
+    tuning_time: float | None = None
+
+    @property
+    def split(self):
+        """The test fold (the name the run machinery's error rows use)."""
+        return self.fold
+
+    def params(self) -> dict:
+        """The solver's parameters as it runs (config values, then the tuned or tried point)."""
+        return {**self.solver.params, **dict(self.tuned), **dict(self.point)}
+
+    def full_params(self) -> dict:
+        """:meth:`params` over the solver's defaults."""
+        from .solvers import SOLVERS
+
+        return SOLVERS[self.solver.name](**self.params()).get_params()
+
+    @property
+    def task_id(self) -> str:
+        """Hash of every setting that changes the row (not paths, not the tuned values, which
+        follow from the ``tune:`` block)."""
+        import hashlib
+
+        from .solvers import SOLVERS
+
+        solver = {"name": self.solver.name, "label": self.solver.label,
+                  "params": SOLVERS[self.solver.name](
+                      **{**self.solver.params, **dict(self.point)}).get_params()}
+        if self.solver.tune:
+            solver["tune"] = self.solver.tune.to_dict()
+        spec = self.spec.to_dict()
+        spec["n_triplets"] = self.spec.triplets_for(self.dataset.label)
+        key = {"task": "verification", "dataset": {"name": self.dataset.name,
+                                                   "label": self.dataset.label,
+                                                   **self.dataset.preprocessing.to_dict()},
+               "solver": solver, "fold": self.fold, "spec": spec, "seed": self.seed}
+        return hashlib.sha1(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def verification_tasks(exp, mirror=None, cache_dir=None) -> list[VerificationTask]:
+    """Every final task of ``exp``: per dataset entry, solver and test fold (the first
+    ``n_splits`` folds: the entry's own, else the experiment's; all ten by default)."""
+    n_available = exp.verification.n_folds if exp.verification.folds == "drawn" else LFW_FOLDS
+    tasks = []
+    for entry in exp.datasets:
+        for solver in exp.solvers:
+            if entry.solvers and solver.label not in entry.solvers:
+                continue
+            for fold in range(min(entry.n_splits or exp.n_splits, n_available)):
+                tasks.append(VerificationTask(exp.name, entry, solver, fold, exp.verification,
+                                              exp.seed, entry_path(exp, entry), mirror, cache_dir))
+    return tasks
+
+
+def tuning_tasks(task: VerificationTask) -> list[VerificationTask]:
+    """The View 1 fits of ``task``'s ``tune:`` grid (none without a grid)."""
+    if not task.solver.tune:
+        return []
+    from dataclasses import replace
+
+    return [replace(task, fold="view1", point=tuple(sorted(point.items())))
+            for point in task.solver.tune.points()]
+
+
+def entry_path(exp, entry) -> str | None:
+    """The data file a dataset entry names (``path:``), if any."""
+    return dict(getattr(exp, "data_paths", ()) or ()).get(entry.label)
+
+
+def data_problem(exp, mirror=None, cache_dir=None, load: bool = True) -> str | None:
+    """Why the data of a verification experiment cannot be had (None when they can).
+
+    ``load``: load and verify every entry's table (the LFW-SIFT file's dimension and images);
+    otherwise only look for the files.
+    """
+    from .datasets import DataNotAvailable
+
+    reasons = []
+    for entry in exp.datasets:
+        try:
+            source = data_source(entry.name, entry_path(exp, entry), mirror, cache_dir)
+            if load:
+                _table(entry.name, source, exp.verification, exp.seed, mirror, cache_dir)
+        except DataNotAvailable as exc:
+            reasons.append(str(exc))
+    return "; ".join(dict.fromkeys(reasons)) or None
+
+
+def data_source(name: str, path=None, mirror=None, cache_dir=None) -> tuple | None:
+    """For ``lfw_sift``: the file it reads (:func:`~dml_bench.datasets.lfw.lfw_sift_path`) and
+    its modification time, the key of the per-worker table cache; None for other data."""
+    from .datasets.lfw import lfw_sift_path
+
+    if name != "lfw_sift":
+        return None
+    file = lfw_sift_path(path, mirror=mirror, cache_dir=cache_dir)
+    return str(file.absolute()), file.stat().st_mtime_ns
+
+
+@functools.lru_cache(maxsize=2)
+def _table(name, source, spec: VerificationSpec, seed, mirror, cache_dir):
+    """``(X, folds, view1, identity)`` of a dataset entry: the descriptor table, the View 2 (or
+    drawn) folds as :class:`PairFold`, View 1 as ``(train, test)`` PairFolds (None for drawn
+    folds), and each row's identity."""
+    from .datasets import load_dataset
+    from .datasets.lfw import load_lfw_pairs, load_lfw_pixels, load_lfw_table
+    from .datasets.parsers import LFW_IMAGE_NAME
+
+    if spec.folds == "drawn":
+        X, y, _ = load_dataset(name, mirror=mirror, cache_dir=cache_dir)
+        folds = draw_pair_folds(y, spec.n_folds, spec.n_matched, spec.n_mismatched, seed)
+        return np.asarray(X, dtype=float), folds, None, np.asarray(y)
+    view2 = load_lfw_pairs("view2", mirror=mirror, cache_dir=cache_dir)
+    view1 = load_lfw_pairs("view1", mirror=mirror, cache_dir=cache_dir)
+    if name == "lfw_pixels":
+        parts = [load_lfw_pixels(f) for f in ("pairs.txt", "pairsDevTrain.txt", "pairsDevTest.txt")]
+        seen = {}
+        for X_part, names_part in parts:
+            for row, image in zip(X_part, names_part):
+                seen.setdefault(image, row)
+        names = list(seen)
+        X = np.array(list(seen.values()))
+    else:
+        X, names = load_lfw_table([*view2, *view1], source[0], mirror=mirror, cache_dir=cache_dir)
+    identity = np.array([LFW_IMAGE_NAME.fullmatch(n)[1] for n in names])
+    return (X, lfw_pair_folds(view2, names), tuple(lfw_pair_folds(view1, names)), identity)
+
+
+@functools.lru_cache(maxsize=2)
+def _prepared(name, source, spec, seed, mirror, cache_dir, fold, sqrt, normalize, project):
+    """Preprocessed training and test images of one fold (``"view1"``: DevTrain / DevTest) —
+    with ``project`` their projections on every principal component (:func:`project_fold`),
+    which every PCA dimension slices —, the pairs as positions in them, and the training
+    images' identities; cached per worker, so the solvers and PCA dimensions of a fold share
+    one decomposition (the experiment runs its tasks fold by fold for that)."""
+    X, folds, view1, identity = _table(name, source, spec, seed, mirror, cache_dir)
+    if fold == "view1":
+        if view1 is None:
+            raise ValueError("tune: needs LFW's View 1 (evaluation.folds: lfw)")
+        train, test = view1
+        split = RestrictedSplit(train.images(), train, test)
+    else:
+        split = restricted_split(folds, fold)
+    Z_train, Z_test, test_images = (project_fold(X, split, sqrt, normalize) if project else
+                                    preprocess_fold(X, split, None, sqrt, normalize))
+    return (Z_train, Z_test, local_pairs(split.train, split.train_images),
+            local_pairs(split.test, test_images), identity[split.train_images])
+
+
+def fit_and_score(task: VerificationTask) -> dict:
+    """Fit ``task``'s solver on its training pairs, threshold them, score the test pairs.
+
+    Returns a dict of the fold's numbers and ``distances`` / ``same`` of the test pairs.
+    """
+    source = data_source(task.dataset.name, task.path, task.mirror, task.cache_dir)
+    prep = task.dataset.preprocessing
+    Z_train, Z_test, train, test, identity = _prepared(
+        task.dataset.name, source, task.spec, task.seed, task.mirror, task.cache_dir, task.fold,
+        prep.sqrt, prep.normalize, bool(prep.pca))
+    if prep.pca:
+        Z_train, Z_test = (np.ascontiguousarray(Z[:, :prep.pca]) for Z in (Z_train, Z_test))
+    model, constraints, wall, cpu = fit_pair_solver(
+        task.solver.name, task.params(), Z_train, train,
+        identity if task.spec.identities == "names" else None, task.spec.triplet_k,
+        task.spec.triplets_for(task.dataset.label), task.seed)
+    threshold, train_accuracy = best_threshold(squared_distances(model, Z_train, train), train.same)
+    distances = squared_distances(model, Z_test, test)
+    roc = merged_roc([distances], [test.same])
+    return {"accuracy": accuracy(distances, test.same, threshold), "threshold": threshold,
+            "train_accuracy": train_accuracy, "auc": roc["auc"], "eer": roc["eer"],
+            "fit_time": wall, "fit_cpu_time": cpu, "n_train_pairs": len(train.same),
+            "n_train_images": len(Z_train), "n_test_pairs": len(test.same),
+            "n_iter": getattr(model, "n_iter_", None), "converged": getattr(model, "converged_", None),
+            **constraints.counts(), "distances": distances, "same": test.same,
+            "pairs": (test.first, test.second)}
+
+

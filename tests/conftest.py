@@ -90,15 +90,18 @@ def benchmark_script():
     """Import a script of ``benchmarks/`` (not a package) by its name, e.g. ``seed_diagnosis``."""
     import importlib.util
 
+    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+
     def load(name: str):
-        path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
-        spec = importlib.util.spec_from_file_location(name, path)
+        spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # dataclasses resolve their string annotations through it
         spec.loader.exec_module(module)
         return module
 
-    return load
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(folder))  # the scripts import their siblings, as when run
+        yield load
 
 
 def papers_dir() -> Path:

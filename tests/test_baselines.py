@@ -16,6 +16,7 @@ from sklearn.neighbors import NeighborhoodComponentsAnalysis
 
 from dml_bench.constraints import Constraints
 from dml_bench.solvers.baselines import LDA, LDML, NCA, RCA, PCAMetric, ldml_gradient, ldml_loglik
+from dml_bench.solvers.linalg import PairOuterSum
 
 cp = pytest.importorskip("cvxpy")
 
@@ -272,7 +273,7 @@ def test_ldml_gradient_matches_finite_differences():
     M, b = A @ A.T / 4, 0.7
     f, p = ldml_loglik(X, pairs, t, M, b)
     assert f == pytest.approx(loglik_direct(X, c, M, b), rel=1e-12)
-    GM, Gb = ldml_gradient(X, pairs, t, p)
+    GM, Gb = ldml_gradient(PairOuterSum(X, pairs), t, p)
     h = 1e-6
     for _ in range(5):
         E = rng.normal(size=(4, 4))

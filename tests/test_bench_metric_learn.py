@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from dml_bench.datasets import load_dataset
 from dml_bench.preprocess import Preprocessing
@@ -35,3 +36,18 @@ def test_both_sides_get_the_documented_split(benchmark_script):
     np.testing.assert_allclose(X_test, expected[1])
     np.testing.assert_array_equal(y_train, y[train])
     np.testing.assert_array_equal(y_test, y[test])
+
+
+def test_paired_p_pools_the_splits_both_implementations_classified(benchmark_script):
+    from scipy.stats import binomtest
+
+    bench = benchmark_script("bench_metric_learn")
+    rows = [("dml_bench", 0, "1101"), ("metric-learn", 0, "1000"), ("dml_bench", 1, "10"),
+            ("metric-learn", 1, "01"), ("dml_bench", 2, "11")]  # split 2: metric-learn failed
+    runs = pd.DataFrame([{"dataset": "wine", "method": "LMNN", "implementation": impl,
+                          "split": split, "correct": bits} for impl, split, bits in rows])
+    # discordant points: ours alone right at 3 (two in split 0, one in split 1), theirs at 1
+    only_ours, only_theirs = 3, 1
+    assert bench.paired_p(runs, "wine", "LMNN") == pytest.approx(
+        binomtest(only_ours, only_ours + only_theirs, 0.5).pvalue)
+    assert np.isnan(bench.paired_p(runs, "wine", "ITML"))

@@ -296,7 +296,7 @@ def test_cli_validate_ok(write_yaml):
 
 
 def test_dataset_entries_can_restrict_their_solvers():
-    from dml_bench.runner import all_tasks
+    from dml_bench.tasks import all_tasks
 
     cfg = edited(datasets=[{"name": "wine", "solvers": ["dml"]}, {"name": "iris"}],
                  solvers=[{"name": "euclidean"}, {"name": "dml_eig", "label": "dml"}])

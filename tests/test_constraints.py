@@ -10,8 +10,8 @@ from dml_bench.config import parse_config
 from dml_bench.constraints import GENERATORS, Constraints, knn_triplets
 from dml_bench.datasets import load_dataset
 from dml_bench.preprocess import Preprocessing
-from dml_bench.runner import plan, prepare_split
 from dml_bench.splits import derive_seed, train_test_split_indices
+from dml_bench.tasks import plan, prepare_split
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
 

@@ -482,11 +482,11 @@ def test_every_mirrored_dataset_with_a_truncated_mirror_is_one_line(name, tmp_pa
 
 
 def test_runner_skips_a_corrupt_dataset_with_a_one_line_reason(tmp_path):
-    """``runner._data_problem`` (how a run decides skips) turns the fault into a reason."""
+    """``tasks._data_problem`` (how a run decides skips) turns the fault into a reason."""
     require_shared("pima")
-    from dml_bench import runner
+    from dml_bench import tasks
 
     mirror = tmp_path / "mirror"
     flip_byte(copy_to(mirror, PIMA))
-    reason = runner._data_problem("pima", mirror=str(mirror), cache_dir=str(tmp_path / "c"))
+    reason = tasks._data_problem("pima", mirror=str(mirror), cache_dir=str(tmp_path / "c"))
     assert reason.startswith("data not available: dataset 'pima': sha256 mismatch") and "\n" not in reason

@@ -1,4 +1,5 @@
-"""Embedding-quality criteria (dml_bench.embedding_quality) and the Shen 2014 §IV-B study.
+"""Embedding-quality criteria (dml_bench.experiments.embedding_quality) and the Shen 2014 §IV-B
+study.
 
 References: hand-computed scaling factors, scikit-learn's NearestNeighbors (Q_NX as overlapping
 K-neighbourhoods) and PCA (the principal spread directions), invariances the definitions imply,
@@ -18,9 +19,9 @@ import pytest
 import yaml
 from conftest import papers_dir
 
-from dml_bench.embedding_quality import (data_neighbours, embedding_criteria, local_criteria,
-                                         neighbourhood_preservation,
-                                         principal_spread_directions, scaling_factors)
+from dml_bench.experiments.embedding_quality import (data_neighbours, embedding_criteria,
+                                                     local_criteria, neighbourhood_preservation,
+                                                     principal_spread_directions, scaling_factors)
 from dml_bench.papers import load_paper_table
 
 #: X = 0, 1, 3, 7 on a line, embedded at 0, 2, 4, 8; k = 2 (no ties). By hand: neighbours
@@ -139,7 +140,7 @@ def test_tables_v_and_vi_match_the_paper_text():
 
 
 def test_study_writes_every_file(tmp_path):
-    from dml_bench.mvu_study import run_embedding_quality_study
+    from dml_bench.experiments.mvu_study import run_embedding_quality_study
 
     pytest.importorskip("cvxpy")
     with warnings.catch_warnings():
@@ -180,7 +181,7 @@ def test_same_runs_targets_read_and_rerun_the_study(tmp_path, monkeypatch):
         calls.append(params)
         return {"summary_csv": tmp_path / "summary.csv"}
 
-    monkeypatch.setattr("dml_bench.mvu_study.run_embedding_quality_study", fake)
+    monkeypatch.setattr("dml_bench.experiments.mvu_study.run_embedding_quality_study", fake)
     record = reproduction.reproduce("shen2014-table5", results_root=tmp_path / "results")
     assert record["target"] == "shen2014-fig7" and calls and calls[0]["n"] == 300
     records = json.loads((tmp_path / "results" / "shen2014_fig7" / "reproduce.json").read_text())
@@ -225,7 +226,7 @@ def test_teapot_targets_run_end_to_end_on_a_generated_file(teapot_targets):
 
     from dml_bench.claims import check_claims
     from dml_bench.cli import main
-    from dml_bench.mvu_study import run_embedding_quality_study as run_study
+    from dml_bench.experiments.mvu_study import run_embedding_quality_study as run_study
     from dml_bench.reproduction_report import collect
 
     results = teapot_targets / "results"

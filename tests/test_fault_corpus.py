@@ -22,7 +22,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from dml_bench import runner
+from dml_bench import tasks
 from dml_bench.cli import main
 from dml_bench.datasets import DATASETS, DatasetSpec, Parsed, files, loader
 from dml_bench.datasets.generators import generated
@@ -180,12 +180,12 @@ def toys(monkeypatch):
                  toy("toy_constant", with_constant_column), toy("toy_one_class", n_classes=1)):
         monkeypatch.setitem(DATASETS._items, spec.name, spec)
     loader._load.cache_clear()
-    runner._load.cache_clear()
-    runner._prepare_split.cache_clear()
+    tasks._load.cache_clear()
+    tasks._prepare_split.cache_clear()
     yield
     loader._load.cache_clear()
-    runner._load.cache_clear()
-    runner._prepare_split.cache_clear()
+    tasks._load.cache_clear()
+    tasks._prepare_split.cache_clear()
 
 
 def apply_setup(setup: str, tmp_path: Path, results: Path, monkeypatch) -> None:

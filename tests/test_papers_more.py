@@ -434,6 +434,7 @@ def test_kunapuli2012_table3(kunapuli2012):
 NEW_TABLES = ["kunapuli2012/table3", "kunapuli2012/table3_time", "kunapuli2012/table3_nonzero",
               "kunapuli2012/table3_energy90", "shen2010/table2", "shen2010/table3",
               "shen2014/table1", "shen2014/table1_time", "shen2014/table2", "shen2014/table2_time",
+              "shen2014/table3",
               "shen2014/table4", "shen2014/table4_time", "shen2014/table5_alstd",
               "shen2014/table5_aled", "shen2014/table6_alcd", "shen2014/table6_gscd"]
 

@@ -12,13 +12,13 @@ import pytest
 from scipy.stats import t as student_t
 
 from dml_bench.config import load_config
-from dml_bench.report import (add_precise_columns, compare_with_paper, read_runs, summarize,
-                              t_interval, write_report)
+from dml_bench.report import add_precise_columns, read_runs, summarize, t_interval, write_report
 from dml_bench.reproduction import (TargetUnavailable, experiment_of, load_targets,
                                     precise_version)
 from dml_bench.reproduction_report import _precise_cells
-from dml_bench.runner import all_tasks
 from dml_bench.splits import derive_seed
+from dml_bench.tables import compare_with_paper
+from dml_bench.tasks import all_tasks
 
 from test_report import CONFIG, tiny_table, welch_by_hand, write_results
 

@@ -38,7 +38,7 @@ def test_every_sweep_names_its_configs_label(sweep):
 
 def test_the_sdpmetric_sweep_builds_its_solver_as_the_runner(sweep):
     from dml_bench.config import load_config
-    from dml_bench.runner import all_tasks
+    from dml_bench.tasks import all_tasks
 
     variants = sweep.variants(SDP)
     assert len(variants) == 8 and sweep.headline(SDP) == variants[0]

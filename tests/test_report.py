@@ -11,19 +11,10 @@ import pytest
 import yaml
 
 from dml_bench.papers import PaperTable, load_paper_table
-from dml_bench.report import (
-    ReportError,
-    compare_with_paper,
-    comparison_to_latex,
-    is_match,
-    read_runs,
-    status_markdown,
-    summarize,
-    summary_to_latex,
-    update_readme_status,
-    welch_verdict,
-    write_report,
-)
+from dml_bench.report import (read_runs, status_markdown, summarize, summary_to_latex,
+                              update_readme_status, write_report)
+from dml_bench.tables import (ReportError, compare_with_paper, comparison_to_latex, is_match,
+                              welch_verdict)
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -79,11 +79,15 @@ def test_quick_version_keeps_the_listed_parts_only():
 def test_unrunnable_targets_say_why(monkeypatch):
     monkeypatch.delenv("DMLBENCH_DATA_MIRROR", raising=False)
     targets = load_targets()
-    reason = availability(targets["ying2012-table6"], None)
-    assert reason.startswith("data not available: lfw_sift") and "not supported yet" in reason
+    table6 = targets["ying2012-table6"]
+    reason = availability(table6, experiment_of(table6, targets))
+    assert reason.startswith("data not available: ") and "needs the LFW-SIFT file" in reason
+    assert "DMLBENCH_LFW_SIFT" in reason and "not supported" not in reason
     with pytest.raises(TargetUnavailable, match="ying2012-table6: data not available"):
         reproduce("ying2012-table6", results_root="unused")
     result = CliRunner().invoke(main, ["reproduce", "shen2014-table2"])
+    assert result.exit_code == 3 and "needs the LFW-SIFT file" in result.stderr
+    result = CliRunner().invoke(main, ["reproduce", "ying2012-table7"])  # other descriptors too
     assert result.exit_code == 3 and "not supported yet" in result.stderr
     result = CliRunner().invoke(main, ["reproduce", "ying2012-tabel4"])
     assert result.exit_code == 2 and "did you mean 'ying2012-table4'" in result.stderr.lower()

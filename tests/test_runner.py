@@ -21,13 +21,14 @@ import yaml
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.preprocessing import StandardScaler
 
-from dml_bench import runner
+from dml_bench import execution
 from dml_bench.config import load_config, parse_config
 from dml_bench.datasets import load_dataset
 from dml_bench.errors import RunRefused
 from dml_bench.results import RUN_COLUMNS, RunStore
-from dml_bench.runner import plan, prepare_split, run_experiment
+from dml_bench.runner import run_experiment
 from dml_bench.splits import derive_seed, train_test_split_indices
+from dml_bench.tasks import plan, prepare_split
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
 
@@ -447,7 +448,7 @@ def test_timing_mode_runs_sequentially(tmp_path, monkeypatch):
     quiet_run(replace(exp, timing=False), tmp_path)
     assert set(runs_of(tmp_path)["timing_mode"]) == {False}
 
-    monkeypatch.setattr(runner, "Parallel", no_parallel)
+    monkeypatch.setattr(execution, "Parallel", no_parallel)
     summary, _ = quiet_run(exp, tmp_path)
     assert (summary.ran, summary.done_before) == (8, 0)  # non-timing rows are recomputed
     runs = runs_of(tmp_path)

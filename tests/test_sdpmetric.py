@@ -235,6 +235,34 @@ def test_closed_form_rho_matches_a_scalar_search(loss):
         assert lam.value_and_weights(m, rho)[0] == pytest.approx(f(rho), rel=1e-12, abs=1e-12)
 
 
+@pytest.mark.parametrize("loss", LOSSES)
+def test_rho_from_the_smallest_margins_is_the_full_sort_root(loss):
+    rng = np.random.default_rng(8)
+    for trial in range(30):
+        m = rng.normal(size=200) * rng.choice([0.01, 1, 10])
+        m[rng.integers(0, 200, 20)] = m[0]  # ties
+        # Huber: C·|S| just above 1 makes the root lie beyond most breakpoints (the prefix's
+        # sum saturates), a large C keeps it among the smallest margins
+        c = rng.choice([1.01, 1.5, 50.0]) / len(m) if loss == "huber" else rng.choice([0.01, 100.0])
+        lam = _Loss(loss, c, H)
+        assert lam.optimal_rho(m, prefix=3) == lam.optimal_rho(m, prefix=len(m))
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_line_search_value_and_slope_are_f_and_its_derivative(loss):
+    rng = np.random.default_rng(9)
+    m, dm = rng.normal(size=50), rng.normal(size=50)
+    c, rho, alpha, eps = 0.3, 0.2, 0.4, 1e-6
+    lam = _Loss(loss, c, H)
+
+    def f(a):
+        return rho - c * paper_loss(m + a * dm - rho, loss).sum()
+
+    value, slope = lam.value_and_slope(m, dm, alpha, rho)
+    assert value == pytest.approx(f(alpha), rel=1e-12)
+    assert slope == pytest.approx((f(alpha + eps) - f(alpha - eps)) / (2 * eps), rel=1e-6)
+
+
 def test_stopping_rules_and_convergence_warning():
     X, c = triplet_problem(4)
     with pytest.warns(ConvergenceWarning):

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from sklearn.neighbors import KNeighborsClassifier
 
-from dml_bench.runner import prepare_split, run_task
+from dml_bench.runner import run_task
+from dml_bench.tasks import prepare_split
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.usefixtures("tmp_cache")

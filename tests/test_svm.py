@@ -16,8 +16,9 @@ from sklearn.svm import SVC
 
 from dml_bench.config import parse_config
 from dml_bench.evaluate import model_error
-from dml_bench.runner import plan, run_experiment, split_parts
+from dml_bench.runner import run_experiment
 from dml_bench.solvers.svm import SHEN2014_GRID, SVM
+from dml_bench.tasks import plan, split_parts
 
 from conftest import papers_dir
 
@@ -48,7 +49,8 @@ def test_one_vs_one_equals_libsvm_multiclass_on_digits(C, gamma):
     ours = SVM(C=C, gamma=gamma, scale="minmax").fit(X, y)
     scaler = ours.scaler_
     ref = SVC(C=C, gamma=gamma, decision_function_shape="ovo").fit(scaler.transform(X), y)
-    np.testing.assert_allclose(ours.decision_function(Z), -ref.decision_function(scaler.transform(Z)),
+    np.testing.assert_allclose(ours.pair_decision_function(Z),
+                               -ref.decision_function(scaler.transform(Z)),
                                rtol=1e-6, atol=1e-6 * max(C, 1.0))
     np.testing.assert_array_equal(ours.predict(Z), ref.predict(scaler.transform(Z)))
     np.testing.assert_array_equal(ours.support_, np.sort(ref.support_))

@@ -12,10 +12,12 @@ import pytest
 from dml_bench import runner
 from dml_bench.config import ConfigError, parse_config
 from dml_bench.datasets import load_dataset
-from dml_bench.runner import plan, run_experiment, split_parts
+from dml_bench.execution import failure_row
+from dml_bench.runner import run_experiment
 from dml_bench.solvers import SOLVERS
 from dml_bench.solvers.base import MetricLearner
 from dml_bench.splits import split_indices, tuning_parts
+from dml_bench.tasks import plan, split_parts
 from dml_bench.tuning import TuningIncomplete, choose, run_tune_task, tune_tasks
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
@@ -167,7 +169,7 @@ def test_failed_tuning_fits_fail_the_task_and_are_retried(spy, tmp_path, monkeyp
             try:
                 raise RuntimeError("injected")
             except RuntimeError as exc:
-                return {**runner._failure_row(tt.task, exc), "task_id": tt.task_id}
+                return {**failure_row(tt.task, exc), "task_id": tt.task_id}
         return real(tt, blas_threads)
 
     monkeypatch.setattr(runner, "run_tune_task", flaky)

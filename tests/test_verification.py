@@ -23,9 +23,11 @@ from dml_bench.verification import (
     merged_roc,
     pair_constraints,
     pair_triplets,
+    preprocess_fold,
     restricted_split,
     run_verification,
 )
+from dml_bench.verification import _k_nearest
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
 
@@ -213,3 +215,73 @@ def test_drawn_folds_run_a_triplet_solver_and_refuse_label_solvers():
     assert (out["folds"]["n_triplets"] == 1000).all() and out["auc"] > 0.6
     with pytest.raises(ValueError, match="class labels"):
         run_verification(X, folds, "lda", pca=20, test_folds=[0])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_k_nearest_equals_a_stable_argsort_with_ties_and_excluded_entries(seed):
+    """The partition-based neighbour search of pair_triplets against the full stable sort it
+    replaces: nearest first, ties to the lower column, excluded (inf) entries never chosen."""
+    rng = np.random.default_rng(seed)
+    for _ in range(100):
+        n, m, k = rng.integers(1, 8), rng.integers(0, 12), int(rng.integers(1, 6))
+        dist = rng.integers(0, 4, (n, m)).astype(float)  # many ties
+        dist[rng.random((n, m)) < 0.3] = np.inf
+        order = np.argsort(dist, axis=1, kind="stable")[:, :k]
+        found = np.isfinite(np.take_along_axis(dist, order, axis=1))
+        expected = np.full((n, k), -1)
+        expected[:, :order.shape[1]][found] = order[found]
+        np.testing.assert_array_equal(_k_nearest(dist, k), expected)
+
+
+@pytest.mark.parametrize("sqrt", [False, True])
+def test_fold_pca_is_scikit_learns_on_the_training_images(sqrt):
+    """preprocess_fold(pca=k) slices the projection on every component (shared by all k) and
+    drops columns constant on the training images: against scikit-learn's PCA(k) fitted on the
+    training images alone, without the constant columns (the same up to round-off)."""
+    from sklearn.decomposition import PCA
+
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(20), 6)
+    informative = np.abs(rng.normal(y[:, None] % 5, 1.0, (120, 8)))
+    padded = np.hstack([informative, np.full((120, 30), 2.5), np.zeros((120, 5))])
+    split = restricted_split(draw_pair_folds(y, n_folds=4, n_matched=10, n_mismatched=10), 0)
+    test_images = split.test.images()
+    prep = np.sqrt if sqrt else (lambda X: X)
+    for k in (3, 5):
+        pca = PCA(n_components=k, svd_solver="full").fit(prep(informative[split.train_images]))
+        Z_train, Z_test, images = preprocess_fold(padded, split, pca=k, sqrt=sqrt)
+        np.testing.assert_array_equal(images, test_images)
+        np.testing.assert_allclose(Z_train, pca.transform(prep(informative[split.train_images])),
+                                   atol=1e-10)
+        np.testing.assert_allclose(Z_test, pca.transform(prep(informative[test_images])), atol=1e-10)
+
+
+def test_drawn_folds_experiment_runs_resumes_and_reports(tmp_path, write_yaml):
+    """`dmlbench run` of `evaluation: {task: verification, folds: drawn}` on ORL: rows per
+    (solver, test fold) with the test pairs' scores, a summary whose AUC is scikit-learn's on
+    the concatenated scores, and a second run that does no work."""
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from dml_bench.cli import main
+
+    config = write_yaml({
+        "name": "orl_pairs", "split": {"n_splits": 2},
+        "datasets": [{"name": "orl_faces", "normalize": "none", "pca": 20}],
+        "solvers": ["euclidean", {"name": "itml", "params": {"max_iter": 20}}],
+        "evaluation": {"task": "verification", "folds": "drawn", "n_folds": 5, "n_matched": 60,
+                       "n_mismatched": 60}})
+    results = tmp_path / "results"
+    first = CliRunner().invoke(main, ["run", str(config), "--results-dir", str(results)])
+    assert first.exit_code == 0, first.output
+    folder = results / "orl_pairs"
+    runs = pd.read_csv(folder / "runs.csv")
+    assert len(runs) == 4 and (runs["n_test_pairs"] == 120).all() and (runs["n_train_pairs"] == 480).all()
+    summary = pd.read_csv(folder / "summary.csv")
+    for _, row in summary.iterrows():
+        ids = runs.loc[runs["label"] == row["label"], "task_id"]
+        scores = pd.concat([pd.read_csv(folder / "scores" / f"{t}.csv") for t in ids])
+        assert row["auc"] == pytest.approx(roc_auc_score(scores["same"], -scores["distance"]))
+        assert row["accuracy_mean"] > 60
+    second = CliRunner().invoke(main, ["run", str(config), "--results-dir", str(results)])
+    assert second.exit_code == 0 and "0 tasks run, 4 already done" in second.output

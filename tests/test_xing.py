@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
+from dml_bench.solvers.linalg import PairOuterSum
 from dml_bench.solvers.xing import Xing, _gradient, _project_exact
 from problems import diffs, random_pair_problem
 
@@ -105,7 +106,7 @@ def test_gradient_matches_finite_differences():
     A = B @ B.T + 0.1 * np.eye(5)
     Dd = diffs(X, pairs)
     dist = np.sqrt(np.einsum("ij,jk,ik->i", Dd, A, Dd))
-    G = _gradient(X, pairs, dist)
+    G = _gradient(PairOuterSum(X, pairs), dist)
     h = 1e-6
     for _ in range(5):
         E = rng.normal(size=(5, 5))
@@ -113,7 +114,7 @@ def test_gradient_matches_finite_differences():
         fd = (eq1_objective(X, pairs, A + h * E) - eq1_objective(X, pairs, A - h * E)) / (2 * h)
         assert np.sum(G * E) == pytest.approx(fd, rel=1e-6)
     np.testing.assert_allclose(  # few pairs: the direct GEMM path of the same sum
-        _gradient(X, pairs[:5], dist[:5]),
+        _gradient(PairOuterSum(X, pairs[:5]), dist[:5]),
         sum(np.outer(r, r) / (2 * s) for r, s in zip(Dd[:5], dist[:5])), rtol=1e-12, atol=1e-14)
 
 

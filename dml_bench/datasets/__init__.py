@@ -12,13 +12,17 @@ are generated from a fixed seed (``twin_peaks``, ``swiss_roll``, ``waveform_gene
 high-dimensional text sets (``dexter``, ``gisette``, ``news20``) load with a
 ``scipy.sparse.csr_matrix`` X (``meta['sparse']``). LFW verification pairs and descriptors have
 their own small API (:func:`load_lfw_pairs`, :func:`load_lfw_sift`; module ``lfw``).
+Plug-in datasets (entry points of the group ``dml_bench.datasets``), users' data files
+(``file:<path>?label_column=<column>``: CSV, ARFF, LIBSVM) and OpenML datasets (``openml:<id>``,
+module ``openml_source``) load by the same names (see :mod:`dml_bench.registry`).
 """
 
 from .catalog import DATASETS
 from .errors import DataIntegrityError, DataNotAvailable, DataParseError
 from .lfw import LFWPair, load_lfw_pairs, load_lfw_sift, pair_indices, save_lfw_sift
 from .loader import dataset_status, fetch_dataset, load_dataset
-from .spec import DatasetSpec, FileSpec, Parsed
+from .openml_source import openml_spec, openml_suite_datasets
+from .spec import DatasetSpec, FileSpec, Parsed, spec_from_arrays
 
 __all__ = [
     "DATASETS",

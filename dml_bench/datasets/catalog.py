@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from ..registry import Registry
 from . import generators, parsers
-from .spec import DatasetSpec, FileSpec
+from .spec import DatasetSpec, FileSpec, as_dataset_spec
 
-DATASETS = Registry("dataset")
+#: the datasets by name; plug-ins of the entry-point group ``dml_bench.datasets``, and the
+#: sources ``file:`` (``loader``) and ``openml:`` (``openml_source``)
+DATASETS = Registry("dataset", group="dml_bench.datasets", adapt=as_dataset_spec)
 
 _UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases"
 _GITHUB = "https://raw.githubusercontent.com"
@@ -570,10 +572,13 @@ _register(
         ),
         parser=parsers.lfw_descriptors(3456),
         notes="Not in the data mirror and not downloadable here: the file format is this "
-        "project's (parsers.read_descriptor_table: .npz, or MAT v5, with X (n, 3456) and names), "
-        "filled from the authors' descriptors; unpinned (trust on first use). Labels = person "
-        "(5749 people); meta['image_names'] maps rows to images for lfw.pair_indices. Column "
-        "(point * 3 + scale) * 128 + bin. Both papers reduce it by PCA (100-400 dims).",
+        "project's (parsers.read_descriptor_table: .npz, MAT v5 or v7.3, or HDF5, with X "
+        "(n, 3456) and names), filled from the authors' descriptors; unpinned (trust on first "
+        "use). Labels = person (5749 people); meta['image_names'] maps rows to images for "
+        "lfw.pair_indices. Column (point * 3 + scale) * 128 + bin. Both papers reduce it by PCA "
+        "(100-400 dims). The LFW verification targets read the file from DMLBENCH_LFW_SIFT, a "
+        "config's `path:`, or here, and accept any file holding every image of the pair lists "
+        "(lfw.load_lfw_table).",
     )
 )
 

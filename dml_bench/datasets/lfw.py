@@ -8,11 +8,17 @@ View 1. This module gives
   (registered, verified files of the ``lfw_pairs`` dataset: cache → mirror → network);
 - :func:`load_lfw_sift`: the SIFT descriptors of Guillaumin et al. (2009), funnelled images,
   9 facial points x 3 scales x 128 = 3456 dimensions, for users who have them (not in the data
-  mirror, no public checksum). The accepted file format is documented in
-  :func:`~dml_bench.datasets.parsers.read_descriptor_table`: an ``.npz`` (or MAT v5) holding
-  ``X`` (n_images x 3456) and ``names`` (``"Aaron_Eckhart_0001"``, the LFW image file stems);
+  mirror, no public checksum). The accepted file formats are documented in
+  :func:`~dml_bench.datasets.parsers.read_descriptor_table`: an ``.npz``, a MATLAB ``.mat`` (v5,
+  or v7.3 = HDF5) or an ``.h5`` holding ``X`` (n_images x 3456) and ``names``
+  (``"Aaron_Eckhart_0001"``, the LFW image file stems);
   the registered dataset ``lfw_sift`` reads it from ``<cache or mirror>/lfw/lfw_sift_funneled.npz``.
   :func:`save_lfw_sift` writes that format from any array and name list;
+- :func:`lfw_sift_path` / :func:`load_lfw_table`: the user's descriptor file for the
+  verification protocol (``DMLBENCH_LFW_SIFT``, a config's ``path:``, or the cache / mirror
+  location), verified to hold every image the pair lists name;
+- :func:`load_lfw_pixels`: the pixel alternative, raw LFW through scikit-learn's
+  :func:`~sklearn.datasets.fetch_lfw_pairs` (network on first use) — *not* the papers' features;
 - :func:`pair_indices`: row indices of each pair's two images in such a descriptor table.
 """
 
@@ -35,8 +41,15 @@ VIEWS = {
     "view2": ("pairs.txt",),  # 10 folds of 300 matched + 300 mismatched pairs
 }
 
-__all__ = ["LFWPair", "VIEWS", "lfw_image_name", "load_lfw_pairs", "load_lfw_sift", "pair_indices",
-           "save_lfw_sift"]
+__all__ = ["LFWPair", "LFW_SIFT_ENV", "VIEWS", "lfw_image_name", "lfw_sift_path", "load_lfw_pairs",
+           "load_lfw_pixels", "load_lfw_sift", "load_lfw_table", "pair_indices", "save_lfw_sift"]
+
+#: environment variable naming the user's LFW-SIFT descriptor file
+LFW_SIFT_ENV = "DMLBENCH_LFW_SIFT"
+#: where the registered ``lfw_sift`` dataset's file lies under the cache or a mirror
+LFW_SIFT_RELPATH = "lfw/lfw_sift_funneled.npz"
+#: scikit-learn's subsets of :func:`~sklearn.datasets.fetch_lfw_pairs` per pair list
+_SKLEARN_SUBSETS = {"pairs.txt": "10_folds", "pairsDevTrain.txt": "train", "pairsDevTest.txt": "test"}
 
 
 def load_lfw_pairs(
@@ -122,8 +135,8 @@ def load_lfw_sift(
     Parameters
     ----------
     path : path-like or None
-        A descriptor file in the documented format (``.npz`` or MAT v5, any number of images:
-        see :func:`~dml_bench.datasets.parsers.read_descriptor_table`). ``None`` loads the
+        A descriptor file in a documented format (``.npz``, MAT v5 / v7.3 or HDF5, any number of
+        images: see :func:`~dml_bench.datasets.parsers.read_descriptor_table`). ``None`` loads the
         registered ``lfw_sift`` dataset (``lfw/lfw_sift_funneled.npz`` in the cache or mirror,
         all 13233 images).
     mirror, cache_dir
@@ -172,3 +185,138 @@ def save_lfw_sift(path: PathLike, X: np.ndarray, names: Sequence[str]) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as fh:
         np.savez_compressed(fh, X=X, names=np.array(names, dtype=str))
+
+
+def lfw_sift_path(path: PathLike | None = None, *, mirror: PathLike | None = None,
+                  cache_dir: PathLike | None = None) -> Path:
+    """The user's LFW-SIFT descriptor file: the first of ``path`` (a config's
+    ``datasets: [{name: lfw_sift, path: ...}]``), ``$DMLBENCH_LFW_SIFT``,
+    ``<cache>/lfw/lfw_sift_funneled.npz`` and ``<mirror>/lfw/lfw_sift_funneled.npz``.
+
+    Raises
+    ------
+    DataNotAvailable
+        One line: the file given does not exist, or none was given and none is in the cache or
+        mirror ("needs the LFW-SIFT file", with the three ways to supply it).
+    """
+    from .errors import DataNotAvailable
+
+    given = path or os.environ.get(LFW_SIFT_ENV)
+    if given:
+        if not Path(given).is_file():
+            source = "path" if path else LFW_SIFT_ENV
+            raise DataNotAvailable(f"the LFW-SIFT file {given} ({source}) does not exist")
+        return Path(given)
+    places = [resolve_cache_dir(cache_dir) / LFW_SIFT_RELPATH]
+    mirror = resolve_mirror(mirror)
+    places += [mirror / LFW_SIFT_RELPATH] if mirror else []
+    for place in places:
+        if place.is_file():
+            return place
+    raise DataNotAvailable(
+        f"needs the LFW-SIFT file (3456-d SIFT of Guillaumin et al. 2009, not in the data mirror): "
+        f"set {LFW_SIFT_ENV}=/path/file, or give `datasets: [{{name: lfw_sift, path: /path/file}}]` "
+        f"in the config, or put it at {places[0]}; formats .npz, .mat (v5 or v7.3), .h5 with X "
+        f"(n, 3456) and names (README, User-supplied data)")
+
+
+def load_lfw_table(pair_lists: Sequence[Sequence[LFWPair]], path: PathLike | None = None, *,
+                   mirror: PathLike | None = None, cache_dir: PathLike | None = None,
+                   n_features: int = 3456) -> tuple[np.ndarray, list[str]]:
+    """The LFW-SIFT descriptor table (:func:`lfw_sift_path`), verified for the protocol.
+
+    Parameters
+    ----------
+    pair_lists : sequence of sequence of LFWPair
+        Every pair the protocol uses (e.g. the folds of View 2 and of View 1); each image they
+        name must have a row. Other rows are allowed (the full file has all 13 233 images).
+    path, mirror, cache_dir
+        As for :func:`lfw_sift_path`.
+    n_features : int
+        The dimension the file must have (3456).
+
+    Returns
+    -------
+    X : ndarray of shape (n_images, n_features)
+    names : list of str
+
+    Raises
+    ------
+    DataNotAvailable
+        No file (:func:`lfw_sift_path`).
+    DataIntegrityError
+        One line: the file is in no accepted format, has another dimension, or lacks images
+        named in the pair lists (how many, and a few of them).
+    """
+    from .errors import DataIntegrityError
+
+    file = lfw_sift_path(path, mirror=mirror, cache_dir=cache_dir)
+    try:
+        X, names = read_descriptor_table(file, n_features)
+    except (ValueError, OSError) as exc:
+        raise DataIntegrityError(f"LFW-SIFT file: {exc}") from exc
+    have = set(names)
+    wanted = {lfw_image_name(n, i) for pairs in pair_lists for p in pairs
+              for n, i in ((p.name1, p.idx1), (p.name2, p.idx2))}
+    missing = sorted(wanted - have)
+    if missing:
+        raise DataIntegrityError(
+            f"the LFW-SIFT file {file} lacks {len(missing)} of the {len(wanted)} images named in "
+            f"the LFW pair lists, e.g. {', '.join(missing[:3])}")
+    return X, names
+
+
+def load_lfw_pixels(pair_file: str = "pairs.txt", *, data_home: PathLike | None = None,
+                    allow_network: bool = True) -> tuple[np.ndarray, list[str]]:
+    """Raw LFW pixels of the images of one pair list, through scikit-learn's
+    :func:`~sklearn.datasets.fetch_lfw_pairs` (funnelled images, grey, 62 x 47 after its default
+    ``resize=0.5``): the pixel alternative to LFW-SIFT, **not the papers' features**.
+
+    scikit-learn reads the same official pair lists in the same order, so row ``2k`` and
+    ``2k + 1`` of its ``pairs`` are the two images of the k-th pair of ``pair_file``; images
+    that recur are kept once, under their LFW names.
+
+    Parameters
+    ----------
+    pair_file : {"pairs.txt", "pairsDevTrain.txt", "pairsDevTest.txt"}
+    data_home : path-like, optional
+        scikit-learn's data folder (default ``~/scikit_learn_data``; its own cache).
+    allow_network : bool
+        Download into that folder when it lacks the images (about 230 MB).
+
+    Returns
+    -------
+    X : ndarray of shape (n_images, 2914)
+    names : list of str
+
+    Raises
+    ------
+    DataNotAvailable
+        One line when the images are not in scikit-learn's cache and cannot be downloaded
+        ("network needed").
+    """
+    from sklearn.datasets import fetch_lfw_pairs
+
+    from .errors import DataNotAvailable
+
+    try:
+        bunch = fetch_lfw_pairs(subset=_SKLEARN_SUBSETS[pair_file], data_home=data_home,
+                                download_if_missing=allow_network)
+    except OSError as exc:  # URLError, a missing cache without download, a refused connection
+        raise DataNotAvailable(
+            f"dataset 'lfw_pixels': network needed: scikit-learn's fetch_lfw_pairs could not get "
+            f"the LFW images ({type(exc).__name__}: {exc}); connect once to fill its cache "
+            f"({data_home or os.environ.get('SCIKIT_LEARN_DATA', '~/scikit_learn_data')})") from exc
+    folds = [p for fold in read_lfw_pairs(_pair_file_path(pair_file)) for p in fold]
+    images = bunch.pairs.reshape(len(bunch.pairs) * 2, -1)
+    names = [lfw_image_name(n, i) for p in folds for n, i in ((p.name1, p.idx1), (p.name2, p.idx2))]
+    first = dict(reversed([(name, row) for row, name in enumerate(names)]))  # first occurrence
+    keep = sorted(first.values())
+    return images[keep].astype(np.float64), [names[r] for r in keep]
+
+
+def _pair_file_path(filename: str) -> Path:
+    """The verified local copy of one of the ``lfw_pairs`` files."""
+    spec = DATASETS["lfw_pairs"]
+    paths, _ = ensure_files(spec, resolve_cache_dir(None), resolve_mirror(None), True)
+    return next(Path(p) for p in paths if Path(p).name == filename)

@@ -9,16 +9,19 @@ import struct
 import warnings
 import zipfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 
+from ..registry import describe as _describe
 from . import bincache
 from .catalog import DATASETS
-from .errors import DataIntegrityError, DataParseError
+from .errors import DataIntegrityError, DataNotAvailable, DataParseError
 from .files import ensure_files, files_status, resolve_cache_dir, resolve_mirror
-from .spec import DatasetSpec
+from .spec import DatasetSpec, Parsed, spec_from_arrays
 
 PathLike = str | os.PathLike
 
@@ -41,7 +44,8 @@ def load_dataset(
     Parameters
     ----------
     name : str
-        Registered name (see ``DATASETS``).
+        Registered name (see ``DATASETS``), or a plug-in's or a source reference
+        (``file:<path>?label_column=<column>``, ``openml:<id>``; see :mod:`dml_bench.registry`).
     mirror : path-like or None
         Read-only folder with the cache layout; default ``$DMLBENCH_DATA_MIRROR`` if set.
     cache_dir : path-like or None
@@ -60,7 +64,8 @@ def load_dataset(
     meta : dict
         ``name``, ``description``, ``n_samples``, ``n_features``, ``n_classes``, ``class_names``,
         ``source`` ('bundled', 'generated', 'cache', 'mirror' or 'network': the farthest place a
-        file was read from), ``papers``, ``sparse``; ``image_shape`` (height, width) for images
+        file was read from; 'file' or 'openml' for a user's file or an OpenML dataset, see
+        :func:`file_spec` and :mod:`~dml_bench.datasets.openml_source`), ``papers``, ``sparse``; ``image_shape`` (height, width) for images
         (rows are row-major images) and ``parts`` (rows per original split, in row order) where
         the files define splits; plus what the parser adds (``n_dropped`` rows with missing
         values, ``manifold`` coordinates of generated data, LFW ``image_names``).
@@ -83,6 +88,11 @@ def load_dataset(
     return X, y, copy.deepcopy(meta)
 
 
+#: ``scheme → status(reference)`` of the dataset sources whose data live outside the cache and
+#: mirror (set by the source's module: ``openml_source``)
+SOURCE_STATUS: dict[str, Callable[[str], str]] = {}
+
+
 def dataset_status(name: str, *, mirror: PathLike | None = None, cache_dir: PathLike | None = None) -> str:
     """Where :func:`load_dataset` would get a dataset from (files are not hashed here).
 
@@ -99,8 +109,12 @@ def dataset_status(name: str, *, mirror: PathLike | None = None, cache_dir: Path
         'generated': computed from a seed, no files; 'network needed': some file is in neither
         cache nor mirror (whether or not it can actually be downloaded: see ``DATASETS[name]``'s
         files and notes; ``usps_roweis``, ``gisette``, ``news20``, ``lfw_sift``,
-        ``face_background`` here).
+        ``face_background`` here). An OpenML dataset (``openml:<id>``) is 'cached' when openml's
+        cache holds its description and data file, else 'network needed', without loading it.
     """
+    scheme, _, reference = name.partition(":")
+    if reference and scheme in SOURCE_STATUS:
+        return SOURCE_STATUS[scheme](reference)
     spec = DATASETS[name]
     if spec.kind != "files":
         return spec.kind
@@ -230,14 +244,6 @@ def _run_parser(spec: DatasetSpec, paths: list[Path]):
         ) from exc
 
 
-def _describe(exc: BaseException, limit: int = 300) -> str:
-    """``Type: message`` of an exception, on one line, at most ``limit`` characters."""
-    text = " ".join(str(exc).split()).rstrip(".") or "(no message)"
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return f"{type(exc).__name__}: {text}"
-
-
 def _refetch_hint(spec: DatasetSpec) -> str:
     if spec.bundled:
         return "The copy bundled with the package is damaged: reinstall the package that ships it."
@@ -318,3 +324,139 @@ def _origin(spec: DatasetSpec, paths: list[Path]) -> str:
     if len(paths) > 3:
         return f"{len(paths)} files under {os.path.commonpath(paths)}"
     return ", ".join(map(str, paths))
+
+
+# --------------------------------------------------------------------------- user-supplied data
+
+#: file suffixes read by :func:`file_spec`, and the format each means
+FILE_FORMATS = {".csv": "csv", ".arff": "arff", ".libsvm": "libsvm", ".svm": "libsvm",
+                ".svmlight": "libsvm"}
+
+
+def file_reference(path: PathLike, label_column: str | None = None) -> str:
+    """The registry name of a user's data file: ``file:<path>[?label_column=<column>]``."""
+    return f"file:{path}" + (f"?label_column={label_column}" if label_column else "")
+
+
+def file_spec(path: PathLike, label_column: str | None = None) -> DatasetSpec:
+    """The spec of a user's own dataset file, read by its suffix (:data:`FILE_FORMATS`).
+
+    - ``.csv``: a header row naming the columns (pandas ``read_csv``);
+    - ``.arff``: Weka's attribute-relation format (``scipy.io.arff``; nominal attributes);
+    - ``.libsvm`` / ``.svm`` / ``.svmlight``: ``label index:value ...`` lines
+      (``sklearn.datasets.load_svmlight_file``), densified; the label is each line's first field.
+
+    For CSV and ARFF, ``label_column`` names the class column and every other column is a
+    feature: numeric columns as they are, nominal (ARFF) and boolean columns one-hot encoded;
+    text columns are refused. Rows with a missing value are dropped (``meta['n_dropped']``).
+    The file is read when the spec is made (once per process); relative paths are relative to
+    the working directory.
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+    label_column : str or None
+        The class column (CSV, ARFF; required there); ``None`` for LIBSVM.
+
+    Returns
+    -------
+    spec : DatasetSpec
+        Registered as ``file:<path>[?label_column=<column>]``; ``meta['source']`` is ``"file"``.
+
+    Raises
+    ------
+    DataNotAvailable
+        One line: the file does not exist or cannot be read.
+    DataParseError
+        One line: an unsupported suffix, a missing or misplaced ``label_column``, a file that does
+        not parse, text features.
+    """
+    name = file_reference(path, label_column)
+    path = Path(path)
+    what = f"dataset {path.stem!r} ({path})"
+    fmt = FILE_FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise DataParseError(f"{what}: unknown file type {path.suffix!r}; supported: "
+                             f"{', '.join(FILE_FORMATS)}")
+    if (fmt == "libsvm") == (label_column is not None):
+        raise DataParseError(f"{what}: " + ("a LIBSVM file holds its labels in the first field; "
+                                            "drop label_column" if label_column else
+                                            f"a {fmt.upper()} file needs label_column: <column>"))
+    if not path.is_file():
+        state = "is a folder" if path.is_dir() else "does not exist"
+        raise DataNotAvailable(f"{what}: the file {state} (relative paths are read from the "
+                               f"working directory {Path.cwd()})")
+    try:
+        if fmt == "libsvm":
+            from sklearn.datasets import load_svmlight_file
+
+            X, labels = load_svmlight_file(str(path), dtype=np.float64)
+            labels = labels.astype(np.int64) if np.all(labels == np.round(labels)) else labels
+            parsed = Parsed(X.toarray(), labels, {"n_dropped": 0})
+        else:
+            frame = pd.read_csv(path) if fmt == "csv" else _read_arff(path)
+            parsed = frame_arrays(frame, label_column, what)
+    except DataNotAvailable:
+        raise
+    except (*_parse_errors(), NotImplementedError, StopIteration) as exc:  # scipy.io.arff's too
+        raise DataParseError(f"{what}: cannot parse it as {fmt.upper()}: {_describe(exc)}") from exc
+    return spec_from_arrays(name, parsed.X, parsed.labels, description=f"{fmt.upper()} file {path}",
+                            extra={"source": "file", "path": str(path), **parsed.extra})
+
+
+def _file_source(reference: str) -> DatasetSpec:
+    """The spec a ``file:<path>[?label_column=<column>]`` dataset name refers to."""
+    path, _, label_column = reference.partition("?label_column=")
+    return file_spec(path, label_column or None)
+
+
+DATASETS.register_source("file", _file_source)
+
+
+def frame_arrays(frame: pd.DataFrame, label_column: str, what: str) -> Parsed:
+    """Features and labels of a table: ``label_column`` is the class, the other columns features.
+
+    Numeric columns are kept, categorical and boolean ones one-hot encoded (one 0/1 column per
+    category), and rows with a missing value (feature or label) dropped (``n_dropped`` in the
+    extra); ``what`` names the data in errors.
+
+    Raises
+    ------
+    DataParseError
+        ``label_column`` is not a column, a feature column holds text, or no row is complete.
+    """
+    if label_column not in frame.columns:
+        columns = ", ".join(map(str, frame.columns[:20])) + (", ..." if frame.shape[1] > 20 else "")
+        raise DataParseError(f"{what}: has no column {label_column!r} (columns: {columns})")
+    features = frame.drop(columns=[label_column])
+    categorical = [c for c in features.columns if isinstance(features[c].dtype, pd.CategoricalDtype)
+                   or pd.api.types.is_bool_dtype(features[c])]
+    text = [str(c) for c in features.columns
+            if c not in categorical and not pd.api.types.is_numeric_dtype(features[c])]
+    if text:
+        raise DataParseError(f"{what}: feature column(s) {', '.join(text[:5])} hold text, not "
+                             "numbers; remove them or make them the label_column")
+    complete = (features.notna().all(axis=1) & frame[label_column].notna()).to_numpy()
+    if not complete.any():
+        raise DataParseError(f"{what}: no row is complete (every row has a missing value)")
+    X = pd.get_dummies(features[complete], columns=categorical, dtype=np.float64)
+    labels = frame[label_column][complete].to_numpy()
+    if labels.dtype.kind == "f" and np.all(labels == np.round(labels)):
+        labels = labels.astype(np.int64)
+    elif labels.dtype.kind == "O":
+        labels = labels.astype(str)
+    return Parsed(X.to_numpy(np.float64), labels, {"n_dropped": int((~complete).sum())})
+
+
+def _read_arff(path: Path) -> pd.DataFrame:
+    """An ARFF file as a table, nominal attributes as categorical columns of str."""
+    from scipy.io import arff
+
+    data, meta = arff.loadarff(str(path))
+    frame = pd.DataFrame(data)
+    for column, kind in zip(meta.names(), meta.types()):
+        if kind == "nominal":
+            values = frame[column].str.decode("utf-8")
+            frame[column] = values.where(values != "?").astype("category")
+    return frame

@@ -461,7 +461,12 @@ def read_descriptor_table(path: Path, n_features: int = 3456) -> tuple[np.ndarra
     - NumPy ``.npz`` (no pickle) with ``X``, a numeric ``(n, n_features)`` array, and
       ``names``, a ``(n,)`` string array;
     - MATLAB v5 ``.mat`` (``scipy.io.loadmat``) with the same two variables, ``names`` as a
-      cell array of strings or a char matrix (rows right-padded with blanks).
+      cell array of strings or a char matrix (rows right-padded with blanks);
+    - MATLAB v7.3 ``.mat`` (an HDF5 file, read with ``h5py``) with the same two variables as
+      MATLAB saves them (``X`` an n x n_features matrix, ``names`` a cell array of strings or a
+      char matrix): MATLAB stores matrices column-major, so h5py sees their transposes;
+    - HDF5 ``.h5`` / ``.hdf5`` with datasets ``X`` ``(n, n_features)`` and ``names`` ``(n,)``
+      (variable-length or fixed-length strings, UTF-8 or bytes).
 
     ``names`` are the LFW image file stems (``Aaron_Eckhart_0001`` for
     ``lfw_funneled/Aaron_Eckhart/Aaron_Eckhart_0001.jpg``), unique. For the SIFT descriptors of
@@ -487,6 +492,8 @@ def read_descriptor_table(path: Path, n_features: int = 3456) -> tuple[np.ndarra
             if missing:
                 raise ValueError(f"{path}: no {sorted(missing)} in the .npz (has {arrays.files})")
             X, names = arrays["X"], [str(n) for n in arrays["names"].ravel()]
+    elif head.startswith(b"\x89HDF\r\n\x1a\n") or head.startswith(b"MATLAB 7.3"):
+        X, names = _hdf5_table(path, matlab=head.startswith(b"MATLAB"))
     elif head.startswith(b"MATLAB"):
         import scipy.io
 
@@ -496,7 +503,7 @@ def read_descriptor_table(path: Path, n_features: int = 3456) -> tuple[np.ndarra
             raise ValueError(f"{path}: no {sorted(missing)} in the .mat file")
         X, names = mat["X"], _mat_strings(mat["names"])
     else:
-        raise ValueError(f"{path}: neither a .npz nor a MAT v5 file")
+        raise ValueError(f"{path}: neither a .npz, a MAT (v5 or v7.3) nor an HDF5 file")
     X = np.asarray(X)
     if X.ndim != 2 or X.shape[1] != n_features or not np.issubdtype(X.dtype, np.number):
         raise ValueError(f"{path}: X has shape {X.shape} and dtype {X.dtype}, expected numeric "
@@ -624,6 +631,26 @@ def _rows_from_column_major(X: np.ndarray, image_shape: tuple[int, int]) -> np.n
     """Rows holding column-major (MATLAB) images → rows holding row-major images."""
     height, width = image_shape
     return np.ascontiguousarray(X.reshape(len(X), width, height).transpose(0, 2, 1)).reshape(len(X), -1)
+
+
+def _hdf5_table(path: Path, matlab: bool) -> tuple[np.ndarray, list[str]]:
+    """``X`` and ``names`` of an HDF5 descriptor table; ``matlab``: a MAT v7.3 file, whose
+    matrices h5py reads transposed and whose cell arrays hold references to char arrays."""
+    import h5py
+
+    with h5py.File(path, "r") as fh:
+        missing = {"X", "names"} - set(fh)
+        if missing:
+            raise ValueError(f"{path}: no {sorted(missing)} in the HDF5 file (has {sorted(fh)})")
+        X, names = fh["X"][()], fh["names"]
+        if not matlab:
+            return X, [n.decode() if isinstance(n, bytes) else str(n) for n in names[()].ravel()]
+        X = np.asarray(X).T
+        if names.dtype == h5py.ref_dtype:  # cell array: one char (uint16) array per cell
+            chars = [np.asarray(fh[ref][()]).ravel() for ref in names[()].T.ravel()]
+            return X, ["".join(map(chr, c)) for c in chars]
+        table = np.asarray(names[()]).T  # char matrix: one padded name per row
+        return X, ["".join(map(chr, row)).rstrip() for row in np.atleast_2d(table)]
 
 
 def _mat_strings(value) -> list[str]:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
+
+from ..registry import PluginError, describe
+from .errors import DataNotAvailable, DataParseError
 
 
 class Parsed(NamedTuple):
@@ -179,3 +184,67 @@ class DatasetSpec:
     def folder(self) -> str | None:
         """Folder of the dataset's files under the cache / mirror root (``None`` without files)."""
         return self.files[0].folder if self.files else None
+
+
+def spec_from_arrays(name: str, X, labels, *, description: str = "", extra: dict | None = None
+                     ) -> DatasetSpec:
+    """A spec holding data already in memory (a plug-in's, a user file's, an OpenML dataset's).
+
+    The loader treats it as data bundled with a package (no files to fetch): ``load_dataset``
+    returns float64 ``X`` and labels encoded 0..C-1 as for any catalogue dataset, and ``meta``
+    gains ``extra`` (e.g. ``source``: where the data came from, ``n_dropped``).
+
+    Parameters
+    ----------
+    name : str
+        The name the spec is registered under.
+    X : array-like of shape (n_samples, n_features) or scipy.sparse matrix
+        Numeric features (sparse: kept as a CSR matrix, ``meta['sparse']``).
+    labels : array-like of shape (n_samples,)
+        Class labels (ints or strings).
+    description : str
+        One line on what the data is.
+    extra : dict or None
+        Merged into ``meta``.
+
+    Raises
+    ------
+    DataParseError
+        The features are not numeric, or ``X`` and ``labels`` differ in length.
+    """
+    extra = dict(extra or {})
+    sparse = sp.issparse(X)
+    try:
+        X = sp.csr_matrix(X, dtype=np.float64) if sparse else np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise DataParseError(f"dataset {name!r}: the features are not numeric ({describe(exc)})") from exc
+    labels = np.asarray(labels).reshape(-1)
+    if X.ndim != 2 or X.shape[0] != len(labels) or len(labels) == 0:
+        raise DataParseError(f"dataset {name!r}: X of shape {X.shape} and {len(labels)} labels do "
+                             "not make a dataset (need n_samples >= 1 rows and one label per row)")
+    parsed = Parsed(X, labels, extra)
+    return DatasetSpec(name=name, description=description, n_samples=X.shape[0],
+                       n_features=X.shape[1], n_classes=len(np.unique(labels)), papers=(),
+                       files=(), parser=lambda paths: parsed, sparse=sparse)
+
+
+def as_dataset_spec(name: str, obj: Any, what: str | None = None) -> DatasetSpec:
+    """A plug-in dataset as a :class:`DatasetSpec` registered as ``name`` (the ``adapt`` of the
+    dataset registry, :class:`~dml_bench.registry.Registry`).
+
+    ``obj`` is a ``DatasetSpec`` (as in the catalogue), or a callable taking no argument that
+    returns one, or ``(X, y)``; called once per process (see :func:`spec_from_arrays`).
+    """
+    what = what or f"dataset {name!r}"
+    if callable(obj) and not isinstance(obj, DatasetSpec):
+        try:
+            obj = obj()
+        except DataNotAvailable:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the plug-in's own failure, reported in one line
+            raise DataNotAvailable(f"{what}: calling it failed: {describe(exc)}") from exc
+    if isinstance(obj, DatasetSpec):
+        return dataclasses.replace(obj, name=name)
+    if isinstance(obj, tuple) and len(obj) == 2:
+        return spec_from_arrays(name, *obj, description=f"plug-in {what}")
+    raise PluginError(f"{what}: gives a {type(obj).__name__}, not a DatasetSpec or a pair (X, y)")

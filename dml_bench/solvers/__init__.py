@@ -4,7 +4,7 @@
 them and ``dmlbench run`` reports their tasks as skipped with the reason.
 """
 
-from ..registry import Registry
+from ..registry import Registry, check_solver
 from .base import MetricLearner
 from .baselines import LDA, LDML, NCA, RCA, PCAMetric
 from .boostmetric import BoostMetric
@@ -23,7 +23,9 @@ from .sdpmetric import SDPMetric
 from .svm import SVM
 from .xing import Xing
 
-SOLVERS = Registry("solver")
+#: the solvers by name; plug-ins of the entry-point group ``dml_bench.solvers``, checked by
+#: ``registry.check_solver``
+SOLVERS = Registry("solver", group="dml_bench.solvers", adapt=check_solver)
 SOLVERS.register("euclidean", Euclidean)
 SOLVERS.register("dml_eig", DMLEig)
 SOLVERS.register("frobmetric", FrobMetric)

@@ -49,8 +49,10 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         X : array-like of shape (n, d)
             Training inputs.
         y : array-like of shape (n,), optional
-            Labels; used to build ``knn_triplets(k=3)`` constraints when ``constraints`` is not
-            given and the solver consumes pairs or triplets.
+            Labels; used to build :func:`~dml_bench.constraints.knn_triplets` constraints when
+            ``constraints`` is not given and the solver consumes pairs or triplets, with
+            ``k = min(3, n_c − 1)`` for the smallest class size ``n_c`` (3 targets and impostors
+            per point, fewer when a class is too small for 3 same-class neighbours).
         constraints : Constraints, optional
             Pairs/triplets indexing rows of ``X``.
 
@@ -58,13 +60,17 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         -------
         self
         """
-        X = validate_data(self, X, dtype=self._input_dtypes(), ensure_min_samples=2,
-                          accept_sparse="csr" if self.accepts_sparse else False)
+        checks = dict(dtype=self._input_dtypes(), ensure_min_samples=2,
+                      accept_sparse="csr" if self.accepts_sparse else False)
+        if y is None:
+            X = validate_data(self, X, **checks)
+        else:
+            X, y = validate_data(self, X, y, **checks)
         if self.constraint_kind in ("pairs", "triplets") and constraints is None:
             if y is None:
                 raise ValueError(f"{type(self).__name__} needs labels y or constraints")
-            constraints = knn_triplets(X, np.asarray(y), k=3)
-        self._fit(X, None if y is None else np.asarray(y), constraints)
+            constraints = knn_triplets(X, y, k=_default_k(y))
+        self._fit(X, y, constraints)
         return self
 
     def _fit(self, X, y, constraints):  # pragma: no cover - abstract
@@ -81,3 +87,17 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         """Squared Mahalanobis distances of ``pairs`` (rows of indices into ``X``), row-wise."""
         D = self.transform(X[pairs[:, 0]]) - self.transform(X[pairs[:, 1]])
         return np.einsum("ij,ij->i", D, D)
+
+
+def _default_k(y, k: int = 3) -> int:
+    """Targets and impostors per point of the constraints ``fit`` builds from labels alone.
+
+    ``k`` (3, Ying & Li 2012 §5), lowered to ``n_c − 1`` when the smallest class has only
+    ``n_c ≤ k`` points, so that every point keeps a same-class neighbour; a class of one point
+    has none, which is an error.
+    """
+    classes, counts = np.unique(y, return_counts=True)
+    if len(classes) >= 2 and counts.min() < 2:
+        raise ValueError(f"building constraints from labels needs at least 2 points in every "
+                         f"class; class {classes[counts.argmin()]} has 1")
+    return int(min(k, counts.min() - 1))

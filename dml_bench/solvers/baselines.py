@@ -11,7 +11,7 @@ chunklet-centred points. ``LDML`` (Guillaumin, Verbeek & Schmid 2009) maximises 
 log-likelihood of the pair labels by gradient ascent; the distances of all pairs are computed
 row-wise from ``X M`` (n×d×d flops, never a d×d matrix per pair; see ``ldml_distances``) and
 the gradient ``Σ_n (p_n − t_n)(x_i − x_j)(x_i − x_j)ᵀ`` is one weighted pair outer sum
-(``linalg.weighted_pair_outer_sum``).
+(``linalg.PairOuterSum``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from sklearn.neighbors import NeighborhoodComponentsAnalysis
 from sklearn.utils import check_random_state
 
 from .base import MetricLearner
-from .linalg import check_square_memory, components_from_psd, weighted_pair_outer_sum
+from .linalg import PairOuterSum, check_square_memory, components_from_psd
 
 
 def _set_linear_map(est, L, objective=float("nan"), n_iter=0, converged=True, trace=None,
@@ -122,7 +122,7 @@ class NCA(MetricLearner):
         converged = len(times) < self.max_iter  # L-BFGS stopped before its iteration cap
         # L-BFGS-B's pgtol test: ∞-norm of the gradient of scikit-learn's loss at the result
         grad = nca._loss_grad_lbfgs(nca.components_.ravel(), X, y[:, None] == y[None, :])[1]
-        self.estimator_ = nca
+        self.estimator_ = nca.set_params(callback=None)  # the timing closure does not pickle
         _set_linear_map(self, nca.components_, nca_objective(X @ nca.components_.T, y),
                         len(times), converged, {"time": times}, float(np.abs(grad).max()))
         if not converged:
@@ -489,11 +489,12 @@ class LDML(MetricLearner):
         b = 1.0 if self.init_b == "mean" else float(self.init_b)
         N = len(pairs)
         f, p = ldml_loglik(Xs, pairs, t, M, b)
+        outer_sum = PairOuterSum(Xs, pairs)
         step = self.learning_rate
 
         def ascent(M, b, p):
             """The gradient of ℒ/N at (M, b) and the norm of its gradient mapping."""
-            GM, Gb = ldml_gradient(Xs, pairs, t, p)
+            GM, Gb = ldml_gradient(outer_sum, t, p)
             GM /= N
             Gb /= N
             return GM, Gb, _gradient_mapping_norm(M, b, GM, Gb, self.psd)
@@ -565,9 +566,10 @@ def ldml_loglik(X, pairs, t, M, b) -> tuple[float, np.ndarray]:
     return f, scipy.special.expit(z)
 
 
-def ldml_gradient(X, pairs, t, p) -> tuple[np.ndarray, float]:
-    """``∂ℒ/∂M = Σ (p − t)(x_i − x_j)(x_i − x_j)ᵀ`` (one GEMM) and ``∂ℒ/∂b = Σ (t − p)``."""
-    return weighted_pair_outer_sum(X, pairs, p - t), float(np.sum(t - p))
+def ldml_gradient(outer_sum, t, p) -> tuple[np.ndarray, float]:
+    """``∂ℒ/∂M = Σ (p − t)(x_i − x_j)(x_i − x_j)ᵀ`` (the pairs' ``linalg.PairOuterSum``, one
+    GEMM) and ``∂ℒ/∂b = Σ (t − p)``."""
+    return outer_sum(p - t), float(np.sum(t - p))
 
 
 def _project_psd(M: np.ndarray) -> np.ndarray:

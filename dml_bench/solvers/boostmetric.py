@@ -29,7 +29,7 @@ over all weights w ≥ 0) closes that gap and reaches the optimum of (P1).
 
 Cost per iteration: no d×d matrix per triplet and no T×d×d tensor. The triplets' pairs are
 reduced to the distinct pairs (``triplet_pairs``), ``Â`` is ``Σ_p c_p d_p d_pᵀ`` with the signed
-pair sums c of u, formed as ``X̄ᵀ L_c X̄`` (``weighted_pair_outer_sum``: one sparse product and one
+pair sums c of u, formed as ``X̄ᵀ L_c X̄`` (``linalg.PairOuterSum``: one sparse product and one
 n_points×d×d GEMM); its top eigenpair is one LAPACK call on the d×d matrix. Then
 ``H_rj = (a_r·v)² − (b_r·v)²`` from ``z = X v`` (one pass over the points), the margins are kept
 incrementally, ``ρ ← ρ + w_j H_j``, and X is assembled once at the end from its rank-one terms.
@@ -41,12 +41,11 @@ import time
 import warnings
 
 import numpy as np
-import scipy.linalg
 from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 
 from .base import MetricLearner
-from .linalg import components_from_psd, triplet_pairs, weighted_pair_outer_sum
+from .linalg import PairOuterSum, components_from_psd, leading_eigenvector, triplet_pairs
 
 UPDATES = ("stagewise", "totally_corrective")
 
@@ -150,6 +149,7 @@ class BoostMetric(MetricLearner):
         n_trip, d = len(triplets), X.shape[1]
         pairs, target, impostor = triplet_pairs(triplets)  # a_r = ±d_impostor, b_r = ±d_target
         n_pairs = len(pairs)
+        outer_sum = PairOuterSum(X, pairs)  # c ↦ Σ_p c_p d_p d_pᵀ
         nu = float(self.v)
         totally_corrective = self.update == "totally_corrective"
         H_cols = _Columns(n_trip) if totally_corrective else None  # H_j = ⟨A_r, Z_j⟩ per column
@@ -163,7 +163,7 @@ class BoostMetric(MetricLearner):
             lse = logsumexp(-rho)
             u = np.exp(-rho - lse)  # u_r ∝ exp(−ρ_r) = step 5's product of exp(−w_j H_rj)
             c = np.bincount(impostor, u, n_pairs) - np.bincount(target, u, n_pairs)
-            vec = _top_eigenvector(weighted_pair_outer_sum(X, pairs, c))
+            vec = leading_eigenvector(outer_sum(c))
             z = X @ vec
             p = (z[pairs[:, 0]] - z[pairs[:, 1]]) ** 2  # (d_p·v)² for every distinct pair
             H = p[impostor] - p[target]  # H_rt = ⟨A_r, v vᵀ⟩ = (a_r·v)² − (b_r·v)²
@@ -224,16 +224,6 @@ class BoostMetric(MetricLearner):
         self.unbounded_ = unbounded
         self.optimality_ = float(optimality)
         self.trace_ = {k: np.asarray(vals, dtype=float) for k, vals in trace.items()}
-
-
-def _top_eigenvector(G):
-    """Unit eigenvector of the largest eigenvalue of the symmetric d×d matrix G.
-
-    LAPACK ``syevr`` for that one eigenpair: exact, deterministic (no start vector) and, at
-    O(d³), cheaper than forming G (O(n_points·d²)) whenever the points outnumber d.
-    """
-    d = G.shape[0]
-    return scipy.linalg.eigh(G, subset_by_index=[d - 1, d - 1])[1][:, 0]
 
 
 def _line_search(rho, H, nu):

@@ -50,14 +50,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .linalg import JIT_OPTIONS
+
 _EPS = np.finfo(np.float64).eps
 _MAX_ITER = 100
 #: after this many secular iterations every step is a bisection (guaranteed progress)
 _BISECT_AFTER = 40
 
-#: numba options of every kernel here: compiled once per machine (on-disk cache), and IEEE
-#: division (x / 0 = ±inf, as in numpy) instead of Python's ZeroDivisionError
-_JIT = {"cache": True, "error_model": "numpy", "nogil": True}
 
 
 def rank_one_eigh_update(eigvals, eigvecs, alpha, u, z=None):
@@ -91,7 +90,7 @@ def rank_one_eigh_update(eigvals, eigvecs, alpha, u, z=None):
     return _rank_one_update(lam, V, alpha, np.ascontiguousarray(z))
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def _rank_one_update(lam, V, alpha, z):
     """:func:`rank_one_eigh_update` from ``z = Vᵀu`` (compiled; fresh arrays)."""
     if alpha >= 0:
@@ -102,7 +101,7 @@ def _rank_one_update(lam, V, alpha, z):
     return -lam2[::-1], np.ascontiguousarray(V2[:, ::-1])
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def _update_positive(lam, V, alpha, z):
     """:func:`rank_one_eigh_update` for ``α ≥ 0`` (returns fresh arrays)."""
     d = len(lam)
@@ -167,7 +166,7 @@ def _update_positive(lam, V, alpha, z):
     return lam[order], out
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def _givens_concentrate(V, g, zg):
     """Rotate the columns ``V[:, g]`` (equal eigenvalues) so that z lives in the last one only.
 
@@ -187,7 +186,7 @@ def _givens_concentrate(V, g, zg):
     return r[m - 1]
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def _loewner(delta, P):
     """``ẑ_i² = Π_j (λ'_j − δ_i) / Π_{j≠i} (δ_j − δ_i)`` (Gu & Eisenstat 1994, Löwner's formula).
 
@@ -206,7 +205,7 @@ def _loewner(delta, P):
     return out
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def _secular_roots(delta, w, bisect_after):
     """All roots of ``f(x) = 1 + Σ_j w_j / (δ_j − x)`` (δ strictly ascending, w > 0).
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg
-from sklearn.utils.validation import check_is_fitted
 
 from .svm import ScaledKernelClassifier, gaussian_gram
 
@@ -71,8 +70,8 @@ class KernelELM(ScaledKernelClassifier):
         """Solve for β on labelled points; ``constraints`` are ignored (labels are used)."""
         if not (self.C > 0 and self.gamma > 0):
             raise ValueError(f"need C > 0 and gamma > 0, got C={self.C!r}, gamma={self.gamma!r}")
+        X, index = self._validate_fit(X, y)
         X = np.asarray(self._fit_scaler(X), dtype=float)
-        self.classes_, index = np.unique(y, return_inverse=True)
         T = -np.ones((len(X), len(self.classes_)))
         T[np.arange(len(X)), index] = 1.0
         system = gaussian_gram(X, X, self.gamma)
@@ -84,10 +83,19 @@ class KernelELM(ScaledKernelClassifier):
         return self
 
     def decision_function(self, X):
-        """The m outputs ``f(x) = K(x, X_fit) β`` of each row of X."""
-        check_is_fitted(self, "dual_coef_")
-        Z = np.asarray(self._scaled(X), dtype=float)
-        return gaussian_gram(Z, self.X_fit_, self.gamma) @ self.dual_coef_
+        """The m outputs ``f(x) = K(x, X_fit) β`` of each row of X, shape (n, m).
+
+        With two classes only the output of ``classes_[1]``, shape (n,) (scikit-learn's binary
+        convention): the other is its negative, the two columns of T being opposite.
+        """
+        outputs = self._outputs(X)
+        return outputs[:, 1] if len(self.classes_) == 2 else outputs
 
     def predict(self, X):
-        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
+        """The class of the largest output."""
+        outputs = self._outputs(X)
+        return self.classes_[np.argmax(outputs, axis=1)]
+
+    def _outputs(self, X):
+        Z = np.asarray(self._validate_predict(X), dtype=float)
+        return gaussian_gram(Z, self.X_fit_, self.gamma) @ self.dual_coef_

@@ -31,8 +31,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from .base import MetricLearner
-from .eigen_update import _JIT
-from .linalg import components_from_psd, pair_differences, pair_sq_distances
+from .linalg import JIT_OPTIONS, components_from_psd, pair_differences, pair_sq_distances
 
 PAIR_MODES = ("given", "random")
 #: up to this many distinct point pairs the percentile bounds use all of them, else a sample
@@ -215,7 +214,7 @@ def _bregman_sweeps(X, pairs, V, delta, xi0, gamma, tol, max_proj, max_iter, sta
     return M, xi, lam, trace, converged, n_proj
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def _sweep(M, V, delta, xi, lam, gamma_proj, inv_gamma):
     """One sweep of Algorithm 1: project (M, ξ, λ) onto every constraint in turn, in place.
 

@@ -12,8 +12,14 @@ import os
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.lapack
 import scipy.sparse
+from numba import njit
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
+
+#: numba options of every compiled kernel of the solvers: compiled once per machine (on-disk
+#: cache), and IEEE division (x / 0 = ±inf, as in numpy) instead of Python's ZeroDivisionError
+JIT_OPTIONS = {"cache": True, "error_model": "numpy", "nogil": True}
 
 #: below this dimension a dense ``eigh`` beats ARPACK's per-call overhead
 DENSE_EIGH_MAX_DIM = 64
@@ -54,7 +60,7 @@ def top_eigenvector(D: np.ndarray, w: np.ndarray, v0: np.ndarray | None = None) 
     """
     n, d = D.shape
     if d <= DENSE_EIGH_MAX_DIM:
-        return np.linalg.eigh(weighted_outer_sum(D, w).astype(np.float64, copy=False))[1][:, -1]
+        return leading_eigenvector(weighted_outer_sum(D, w))
     if v0 is None:
         v0 = np.random.default_rng(0).standard_normal(d)
     if n * 4 < d:
@@ -66,8 +72,24 @@ def top_eigenvector(D: np.ndarray, w: np.ndarray, v0: np.ndarray | None = None) 
     try:
         return eigsh(op, k=1, which="LA", v0=v0, tol=1e-10)[1][:, 0]
     except ArpackNoConvergence:  # rare: fall back to the exact dense solution
-        G = weighted_outer_sum(D, w).astype(np.float64, copy=False)
-        return scipy.linalg.eigh(G, subset_by_index=[d - 1, d - 1])[1][:, 0]
+        return leading_eigenvector(weighted_outer_sum(D, w))
+
+
+def leading_eigenvector(G: np.ndarray) -> np.ndarray:
+    """Unit eigenvector of the largest eigenvalue of the symmetric d×d matrix ``G`` (its lower
+    triangle is read), in double precision.
+
+    LAPACK ``dsyevr`` for that one eigenpair: exact and deterministic (no start vector), and,
+    called directly, without the per-call overhead of ``numpy.linalg.eigh`` (which also computes
+    every other eigenpair): 3–6× faster for d = 13–64, where a Frank–Wolfe iteration on a small
+    data set is mostly this call.
+    """
+    d = G.shape[0]
+    _, vectors, _, _, info = scipy.linalg.lapack.dsyevr(
+        np.asarray(G, dtype=np.float64), compute_v=1, range="I", il=d, iu=d, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"LAPACK dsyevr failed (info = {info})")
+    return vectors[:, 0]
 
 
 def components_from_psd(S: np.ndarray, right: np.ndarray | None = None) -> np.ndarray:
@@ -84,13 +106,10 @@ def components_from_psd(S: np.ndarray, right: np.ndarray | None = None) -> np.nd
 def weighted_pair_outer_sum(X: np.ndarray, pairs: np.ndarray, w: np.ndarray) -> np.ndarray:
     """``Σ_p w_p (x_a − x_b)(x_a − x_b)ᵀ`` over ``pairs`` (rows ``(a, b)``), ``w`` possibly signed.
 
-    Equals ``weighted_outer_sum(pair_differences(X, pairs), w)``. When there are more pairs than
-    points it is computed as ``X̄ᵀ (L_w X̄)`` (:class:`PairOuterSum`): one sparse product and
-    one n×d×d GEMM instead of an n_pairs×d×d GEMM (5× fewer flops for ``knn_triplets``' pairs).
+    Equals ``weighted_outer_sum(pair_differences(X, pairs), w)``; computed by
+    :class:`PairOuterSum`, which a solver evaluating the sum for many ``w`` on the same pairs
+    should keep instead.
     """
-    pairs = np.asarray(pairs)
-    if len(pairs) <= len(X):
-        return weighted_outer_sum(pair_differences(X, pairs), w)
     return PairOuterSum(X, pairs)(w)
 
 
@@ -98,12 +117,15 @@ class PairOuterSum:
     """``w ↦ Σ_p w_p (x_a − x_b)(x_a − x_b)ᵀ`` for fixed points ``X`` and ``pairs`` (rows
     ``(a, b)``), ``w`` possibly signed: ``weighted_pair_outer_sum`` for many weight vectors.
 
-    The sum is ``X̄ᵀ (L_w X̄)`` with the weighted graph Laplacian
-    ``L_w = Σ_p w_p (e_a − e_b)(e_a − e_b)ᵀ`` and ``X̄`` the centred points (``L_w 1 = 0``, so
-    centring changes nothing but the round-off). ``L_w`` is sparse: the weighted degrees
-    ``Σ_{p ∋ i} w_p`` on the diagonal and ``−w_p`` at ``(a, b)`` and ``(b, a)``. Its CSR pattern
-    depends on the pairs only and is built here, once; a call fills in the n + 2·n_pairs values
-    (two ``bincount`` and a gather) and costs one sparse product and one n×d×d GEMM.
+    With at most as many pairs as points the difference rows ``D`` are formed once and a call is
+    ``Dᵀ diag(w) D`` (:func:`weighted_outer_sum`). With more pairs the sum is ``X̄ᵀ (L_w X̄)``
+    with the weighted graph Laplacian ``L_w = Σ_p w_p (e_a − e_b)(e_a − e_b)ᵀ`` and ``X̄`` the
+    centred points (``L_w 1 = 0``, so centring changes nothing but the round-off): one sparse
+    product and one n×d×d GEMM instead of an n_pairs×d×d GEMM (5× fewer flops for
+    ``knn_triplets``' pairs). ``L_w`` is sparse: the weighted degrees ``Σ_{p ∋ i} w_p`` on the
+    diagonal and ``−w_p`` at ``(a, b)`` and ``(b, a)``. Its CSR matrix depends on the pairs only
+    and is built here, once; a call only writes its n + 2·n_pairs values (two ``bincount`` and a
+    gather).
 
     Attributes
     ----------
@@ -112,41 +134,57 @@ class PairOuterSum:
     """
 
     def __init__(self, X: np.ndarray, pairs: np.ndarray):
-        pairs = np.asarray(pairs)
+        pairs = np.asarray(pairs).reshape(-1, 2)
         n = len(X)
         self.X = X - X.mean(axis=0)
         self._a, self._b = pairs[:, 0], pairs[:, 1]
+        if len(pairs) <= n:
+            self._D, self._laplacian = pair_differences(self.X, pairs), None
+            return
+        self._D = None
         diagonal = np.arange(n)
         rows = np.concatenate([diagonal, self._a, self._b])
         cols = np.concatenate([diagonal, self._b, self._a])
         # entry k of the pattern (row-major) takes value _order[k] of [degrees, −w, −w]
         self._order = np.argsort(rows, kind="stable")
-        self._pattern = scipy.sparse.csr_matrix(
+        self._laplacian = scipy.sparse.csr_matrix(
             (np.ones(len(rows)), cols[self._order],
              np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])), shape=(n, n))
 
     def __call__(self, w: np.ndarray) -> np.ndarray:
+        w = np.asarray(w, dtype=float)
+        if self._D is not None:
+            return weighted_outer_sum(self._D, w)
         n = len(self.X)
         degrees = np.bincount(self._a, w, n) + np.bincount(self._b, w, n)
-        values = np.concatenate([degrees, -w, -w])[self._order]
-        L = scipy.sparse.csr_matrix((values, self._pattern.indices, self._pattern.indptr),
-                                    shape=(n, n))
-        return self.X.T @ (L @ self.X)
+        self._laplacian.data = np.concatenate([degrees, -w, -w])[self._order]
+        return self.X.T @ (self._laplacian @ self.X)
 
 
-def pair_sq_distances(Z: np.ndarray, pairs: np.ndarray, chunk: int = 2048) -> np.ndarray:
+def pair_sq_distances(Z: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     """Row-wise ``‖z_a − z_b‖²`` for every pair ``(a, b)`` of rows of ``Z``.
 
     With ``Z = X F`` (points mapped by a factor of ``M = F Fᵀ``) these are the Mahalanobis
     distances ``(x_a − x_b)ᵀ M (x_a − x_b)`` at n×d×rank flops for the mapping instead of
-    n_pairs×d×rank. The gathered difference rows are made ``chunk`` pairs at a time, so they stay
-    in cache (≈4× faster than one n_pairs×rank temporary on 30 000 pairs).
+    n_pairs×d×rank. One compiled pass over the pairs (:func:`_pair_sq_distances`), accumulating
+    in float64, with no gathered n_pairs×rank temporary: 3–4× faster than numpy's chunked
+    gather and ``einsum`` (``benchmarks/bench_pair_distances.py``).
     """
-    pairs = np.asarray(pairs)
-    out = np.empty(len(pairs))
-    for s in range(0, len(pairs), chunk):
-        Y = Z[pairs[s:s + chunk, 0]] - Z[pairs[s:s + chunk, 1]]
-        out[s:s + chunk] = np.einsum("ij,ij->i", Y, Y)
+    pairs = np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
+    return _pair_sq_distances(np.asarray(Z), pairs[:, 0], pairs[:, 1], np.empty(len(pairs)))
+
+
+@njit(**JIT_OPTIONS)
+def _pair_sq_distances(Z, a, b, out):
+    """``out[p] = ‖Z[a[p]] − Z[b[p]]‖²`` (compiled loop of :func:`pair_sq_distances`)."""
+    rank = Z.shape[1]
+    for p in range(a.shape[0]):
+        i, j = a[p], b[p]
+        total = 0.0
+        for k in range(rank):
+            diff = Z[i, k] - Z[j, k]
+            total += diff * diff
+        out[p] = total
     return out
 
 

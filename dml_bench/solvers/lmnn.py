@@ -13,8 +13,9 @@ as in the paper's solver (§5; the G_t of its incremental update), is ``∂ε/�
 
 (active: positive hinge). G is never built from per-triplet matrices: with the signed pair weights
 ``w_p = (1 − μ)[p is a target pair] + μ #(active triplets whose target pair is p) −
-μ #(active triplets whose impostor pair is p)`` it is ``Σ_p w_p C_p = weighted_pair_outer_sum``
-(one sparse Laplacian product and one n×d×d GEMM), and all distances are row-wise on ``Z = X Lᵀ``.
+μ #(active triplets whose impostor pair is p)`` it is ``Σ_p w_p C_p``, by a
+``linalg.PairOuterSum`` built once per pair set (one sparse Laplacian product and one n×d×d
+GEMM per gradient), and all distances are row-wise on ``Z = X Lᵀ``.
 
 As the authors' MATLAB code with ``obj=1`` (the default), the solver descends in L:
 ``L ← L − α · 2 L G``; the step α grows by 1.01 after a step that lowered the loss, and a step that
@@ -46,7 +47,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ..evaluate import knn_error
 from ..splits import train_test_split_indices
 from .base import MetricLearner
-from .linalg import components_from_psd, pair_sq_distances, weighted_pair_outer_sum
+from .linalg import PairOuterSum, components_from_psd, pair_sq_distances
 
 IMPOSTOR_MODES = ("recompute", "given")
 SOLVERS = ("L", "M")
@@ -111,6 +112,8 @@ class LMNN(MetricLearner):
         ε at the returned L (over all impostors among the training points with
         ``impostors="recompute"``, over the given triplets otherwise).
     n_iter_ : int
+        Iterations run (gradient steps tried); 1 when the fit stops at its first evaluation of ε
+        (no active triplet, see Notes).
     converged_ : bool
     optimality_ : float
         The stopping rule's relative loss change (largest over the last three accepted steps, /ε;
@@ -133,8 +136,8 @@ class LMNN(MetricLearner):
     *No impostors.* When no triplet has a positive hinge at the start (the initial L = I already
     separates every target neighbour from every impostor by the margin), only the pull term is
     left; it is minimised by the degenerate L → 0, which LMNN's scale-fixing margin is meant to
-    prevent. The solver then stops at once (``converged_ = True``, ``n_iter_ = 0``) and returns
-    L = I.
+    prevent. The solver then stops after that first evaluation (``converged_ = True``,
+    ``n_iter_ = 1``, one trace record) and returns L = I.
 
     References
     ----------
@@ -218,7 +221,7 @@ class LMNN(MetricLearner):
         best = (np.inf, L, 0)  # (validation error, L, iteration)
         if state[2].sum() == 0:  # no active triplet: nothing to push, see Notes
             self.validation_error_, self.best_iter_ = None, 0
-            self._finish(L, loss, 0, True, np.nan, int(state[2].sum()), trace, start)
+            self._finish(L, loss, 1, True, np.nan, int(state[2].sum()), trace, start)
             return
         checks_since_best = 0
         G = prob.gradient(state)
@@ -360,6 +363,7 @@ class _Problem:
     def set_triplets(self, imp, tp, ip):
         self.imp, self.tp, self.ip = imp, tp, ip
         self.pairs = np.vstack([self.targets, imp])
+        self.outer_sum = PairOuterSum(self.X, self.pairs)  # w ↦ Σ_p w_p C_p
 
     def set_impostors(self, imp, tp, ip):
         self.set_triplets(imp, tp, ip)
@@ -391,8 +395,7 @@ class _Problem:
         w = np.concatenate([
             (1 - self.mu) + self.mu * np.bincount(self.tp[active], slope, minlength=nT),
             -self.mu * np.bincount(self.ip[active], slope, minlength=nI)])
-        keep = w != 0
-        return weighted_pair_outer_sum(self.X, self.pairs[keep], w[keep])
+        return self.outer_sum(w)
 
 
 def _project_psd(S):

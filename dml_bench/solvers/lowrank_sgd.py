@@ -45,8 +45,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .base import MetricLearner
 from .incremental_eigen import eigen_update
-from .linalg import (DENSE_EIGH_MAX_DIM, check_square_memory, components_from_psd,
-                     pair_differences, pair_sq_distances, triplet_pairs, weighted_pair_outer_sum)
+from .linalg import (DENSE_EIGH_MAX_DIM, PairOuterSum, check_square_memory, components_from_psd,
+                     pair_differences, pair_sq_distances, triplet_pairs)
 
 CONSTRAINTS = ("frobenius", "spectral")
 
@@ -371,13 +371,14 @@ class _FullObjective:
 
     The triplets' pairs are reduced to the distinct pairs (``linalg.triplet_pairs``); the hinge
     subgradient ``(1/T) Σ_active (d_ij d_ijᵀ − d_ik d_ikᵀ)`` is one signed weighted outer sum
-    (``linalg.weighted_pair_outer_sum``).
+    (``linalg.PairOuterSum``).
     """
 
     def __init__(self, X, triplets, lam):
         self.X, self.lam, self.T = X, lam, len(triplets)
         self.pairs, self.target, self.impostor = triplet_pairs(triplets)
         self.D = pair_differences(X, self.pairs)
+        self.outer_sum = PairOuterSum(X, self.pairs)
 
     def __call__(self, W):
         q = np.einsum("ij,ij->i", self.D @ W, self.D)
@@ -386,7 +387,7 @@ class _FullObjective:
         f = float(np.maximum(margin, 0.0).mean() + self.lam * np.trace(W))
         w = (np.bincount(self.target[active], minlength=len(self.pairs))
              - np.bincount(self.impostor[active], minlength=len(self.pairs))) / self.T
-        G = weighted_pair_outer_sum(self.X, self.pairs, w.astype(float))
+        G = self.outer_sum(w)
         return f, G                                    # G: gradient of the hinge term only
 
 

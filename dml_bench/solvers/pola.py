@@ -49,8 +49,7 @@ from numba.extending import get_cython_function_address
 from sklearn.utils import check_random_state
 
 from .base import MetricLearner
-from .eigen_update import _JIT
-from .linalg import components_from_psd, pair_differences, pair_sq_distances
+from .linalg import JIT_OPTIONS, components_from_psd, pair_differences, pair_sq_distances
 
 TRACE_KEYS = ("iteration", "objective", "squared_loss", "mistakes", "threshold", "time")
 
@@ -79,7 +78,7 @@ def pola_state(A, b=1.0):
     return A, state
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def _add_outer(A, c, v):
     """``A += c v vᵀ`` in place; ``c (v_i v_j)`` keeps a symmetric A exactly symmetric."""
     for i in range(v.shape[0]):
@@ -87,7 +86,7 @@ def _add_outer(A, c, v):
             A[i, j] += c * (v[i] * v[j])
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def _smallest_eigenpair(A):
     """``(λ_1, u_1)`` of the symmetric A: LAPACK ``dsyevr`` restricted to the first index."""
     n = A.shape[0]
@@ -108,7 +107,7 @@ def _smallest_eigenpair(A):
     return w[0], z
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def halfspace_projection(A, state, v, y):
     """Step 1: project ``(A, b)`` onto ``C_τ``; returns the loss ``ℓ_τ(A, b)`` before it.
 
@@ -130,7 +129,7 @@ def halfspace_projection(A, state, v, y):
     return loss
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def psd_projection(A, state, y):
     """Step 2: project onto ``C_a = {A ⪰ 0, b ≥ 1}`` after a half-space step of label y.
 
@@ -152,7 +151,7 @@ def psd_projection(A, state, y):
         s.lam_lb = lam
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def pola_round(A, state, v, y):
     """One POLA round on the pair difference ``v`` with label ``y``; returns its loss."""
     loss = halfspace_projection(A, state, v, y)
@@ -165,7 +164,7 @@ def pola_round(A, state, v, y):
     return loss
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def _pola_pass(A, state, D, Y):
     """:func:`pola_round` on every row of ``D`` (pair differences) with its label in ``Y``."""
     for t in range(D.shape[0]):

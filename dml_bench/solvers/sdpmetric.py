@@ -9,8 +9,8 @@ maximises Eq. (8),
 with λ the squared hinge loss (11) or the Huber loss (16), a differentiable surrogate of the
 soft-margin SDP (4). f is jointly concave in (X, ρ) and is maximised by alternating (§III,
 Algorithm 1): ρ by exact one-dimensional maximisation (the derivative in ρ is piecewise linear, so
-its root is found in closed form after one sort), then X by the rank-one step (7)
-``X ← (1 − α) X + α v vᵀ`` with v the leading eigenvector of ``∇_X f = Σ_r c_r A_r`` (problem
+its root is found in closed form after sorting the smallest margins), then X by the rank-one
+step (7) ``X ← (1 − α) X + α v vᵀ`` with v the leading eigenvector of ``∇_X f = Σ_r c_r A_r`` (problem
 (18)), ``c_r = −C λ′(⟨A_r, X⟩ − ρ) ≥ 0``, and α in (0, 1] from a backtracking line search that
 enforces the Wolfe conditions (19).
 
@@ -21,7 +21,9 @@ then gathers), so each line-search trial is O(|S|); the gradient is never formed
 (anchor, target) pairs whose summed weight is non-zero and ``w = [c_a; −c_b]`` (k-NN triplets share
 their pairs k times; the losses are exactly zero for triplets with a large enough margin), and
 ``linalg.top_eigenvector`` computes its leading eigenvector warm-started from the previous one.
-X itself is a dense d×d matrix updated in O(d²). The ρ update sorts the |S| margins once.
+X itself is a dense d×d matrix updated in O(d²). The ρ update sorts only the margins below the
+root (``np.partition``); the margins of the vertex and every line-search trial are one compiled
+pass over the triplets each.
 
 The Frank-Wolfe gap ``⟨∇_X f, v vᵀ − X⟩ = λ_max(∇_X f) − Σ_r c_r m_r`` costs nothing extra; since
 ρ_t maximises f(X_t, ·), it bounds the joint sub-optimality: ``max f − f(X_t, ρ_t) ≤ gap_t``.
@@ -33,10 +35,12 @@ import time
 import warnings
 
 import numpy as np
+from numba import njit
 from sklearn.exceptions import ConvergenceWarning
 
 from .base import MetricLearner
-from .linalg import components_from_psd, pair_sq_distances, top_eigenvector, triplet_pairs
+from .linalg import (JIT_OPTIONS, components_from_psd, pair_sq_distances, top_eigenvector,
+                     triplet_pairs)
 
 LOSSES = ("squared_hinge", "huber")
 STOPPING_RULES = ("objective", "gap")
@@ -194,11 +198,12 @@ class SDPMetric(MetricLearner):
             rho = loss.optimal_rho(m)
             f, c = loss.value_and_weights(m, rho)
             # ∇_X f = Σ_r c_r A_r = Dᵀ diag(w) D over the pairs with non-zero signed weight
-            w = np.bincount(ia, c, len(pairs)) - np.bincount(ib, c, len(pairs))
+            on = np.flatnonzero(c)  # the triplets with a loss: few, with a good margin
+            w = (np.bincount(ia[on], c[on], len(pairs))
+                 - np.bincount(ib[on], c[on], len(pairs)))
             act = np.flatnonzero(w)
             v = top_eigenvector(X[pairs[act, 0]] - X[pairs[act, 1]], w[act], v0=v0)
-            u = X @ v
-            p = (u[i] - u[k]) ** 2 - (u[i] - u[j]) ** 2  # ⟨A_r, v vᵀ⟩, one pass over X
+            p = _vertex_margins(X @ v, i, j, k, np.empty(len(m)))  # ⟨A_r, v vᵀ⟩
             return rho, f, c, v, p, float(c @ (p - m))  # gap ⟨∇_X f, v vᵀ − X⟩ = −⟨p, ∇F⟩
 
         v, converged, f_prev = None, False, None
@@ -249,6 +254,19 @@ class _Loss:
     def __init__(self, name, C, h):
         self.name, self.C, self.h = name, float(C), float(h)
 
+    def support_on_segment(self, m, dm, rho):
+        """Indices of the triplets whose loss ``λ(m_r + α dm_r − ρ)`` is non-zero for some
+        α ∈ [0, 1]: λ vanishes for ``z ≥ 0`` (11) or ``z ≥ h`` (16), and z is linear in α."""
+        edge = 0.0 if self.name == "squared_hinge" else self.h
+        return np.flatnonzero(np.minimum(m, m + dm) < rho + edge)
+
+    def value_and_slope(self, m, dm, alpha, rho):
+        """``f(X + α p, ρ)`` and ``Σ_r c_r dm_r`` at the margins ``m + α dm`` (a line-search
+        trial of :func:`_wolfe_backtracking`): :meth:`value_and_weights` in one compiled pass."""
+        if self.name == "squared_hinge":
+            return _squared_hinge_value_and_slope(m, dm, alpha, rho, self.C)
+        return _huber_value_and_slope(m, dm, alpha, rho, self.C, self.h)
+
     def value_and_weights(self, m, rho):
         """``f(X, ρ)`` of Eq. (8) and ``c_r = −C λ′(m_r − ρ) ≥ 0`` (``∇_X f = Σ_r c_r A_r``)."""
         z = m - rho
@@ -260,18 +278,37 @@ class _Loss:
         lam = u * u / (4 * h) + np.maximum(-z - h, 0.0)
         return rho - self.C * float(lam.sum()), self.C * u / (2 * h)
 
-    def optimal_rho(self, m):
+    def optimal_rho(self, m, prefix: int = 4096):
         """``argmax_ρ f(X, ρ)`` (Algorithm 1, line 3) in closed form.
 
         ``∂f/∂ρ = 1 − Σ_r c_r(ρ)`` with ``c_r`` piecewise linear and non-decreasing in ρ, so the
         maximiser solves ``Σ_r c_r(ρ)/C = 1/C``: a piecewise-linear equation whose pieces are
         delimited by the sorted breakpoints (``m_r`` for (11), ``m_r ± h`` for (16)).
+
+        Only the margins below the root matter (a margin above ``ρ + h`` has ``c_r = 0``), and
+        with a good margin few are: the equation is solved on the ``prefix`` smallest margins
+        (``np.partition``, then a sort of those), which gives the same root as a full sort
+        whenever it lies below the breakpoint of the smallest margin left out; otherwise the
+        prefix is doubled.
         """
+        h = 0.0 if self.name == "squared_hinge" else self.h
+        while prefix < len(m):
+            part = np.partition(m, prefix)
+            smallest = np.sort(part[:prefix])
+            rho = self._rho_of_sorted(smallest)
+            # below the left-out breakpoints, and (Huber) not past the prefix's own last one,
+            # where its sum saturates and the root would be extrapolated
+            if rho <= part[prefix] - h and (h == 0.0 or rho <= smallest[-1] + h):
+                return rho
+            prefix *= 4
+        return self._rho_of_sorted(np.sort(m))
+
+    def _rho_of_sorted(self, m):
+        """The root of :meth:`optimal_rho` from sorted margins ``m``."""
         if self.name == "squared_hinge":  # Σ_r (ρ − m_r)_+ = 1/(2C)
-            return _solve_piecewise_linear(np.sort(m), np.ones(len(m), dtype=np.int64), 1.0,
-                                           0.5 / self.C)
+            return _solve_piecewise_linear(m, np.ones(len(m), dtype=np.int64), 1.0, 0.5 / self.C)
         h = self.h  # Σ_r clip((ρ − m_r + h)/(2h), 0, 1) = 1/C: slope ±1/(2h) from m − h / m + h
-        lower = np.sort(m) - h
+        lower = m - h
         upper = lower + 2 * h
         # merge the two sorted knot lists (a lower knot goes first on ties) without a 2n-sort
         n = len(m)
@@ -300,7 +337,8 @@ def _solve_piecewise_linear(knots, slope_changes, unit, target):
 def _wolfe_backtracking(loss, m, dm, rho, f0, gap, c1, c2, backtrack, max_trials):
     """Step α ∈ (0, 1] on ``X + α p`` satisfying the Wolfe conditions (19) for F = −f.
 
-    Along the segment the margins are ``m + α dm`` (``dm_r = ⟨A_r, p⟩``), so each trial is O(|S|):
+    Along the segment the margins are ``m + α dm`` (``dm_r = ⟨A_r, p⟩``), so each trial is
+    O(number of triplets with a loss somewhere on the segment):
     ``F(α) = −f(X + αp, ρ)`` and ``F′(α) = ⟨p, ∇F(X + αp)⟩ = −Σ_r c_r(α) dm_r``;
     ``F′(0) = −gap < 0``. F is convex in α, so the Armijo set is an interval [0, ᾱ] and the
     curvature set an interval around the line minimiser: backtracking from α = 1 until an
@@ -308,11 +346,15 @@ def _wolfe_backtracking(loss, m, dm, rho, f0, gap, c1, c2, backtrack, max_trials
     ``(α, armijo held, curvature held)``.
     """
     F0, dF0 = -f0, -gap
+    # only the triplets with a loss somewhere on the segment add to F and F′ (the others add
+    # exact zeros): the trials run over those alone
+    near = loss.support_on_segment(m, dm, rho)
+    m, dm = m[near], dm[near]
     lo, hi, alpha = 0.0, None, 1.0
     best = (0.0, True, False)
     for _ in range(max_trials):
-        f, c = loss.value_and_weights(m + alpha * dm, rho)
-        F, dF = -f, -float(c @ dm)
+        f, slope = loss.value_and_slope(m, dm, alpha, rho)
+        F, dF = -f, -slope
         armijo = F <= F0 + c1 * alpha * dF0
         curvature = abs(dF) <= c2 * abs(dF0)
         if armijo and curvature:
@@ -325,3 +367,37 @@ def _wolfe_backtracking(loss, m, dm, rho, f0, gap, c1, c2, backtrack, max_trials
             hi = alpha
         alpha = backtrack * alpha if lo == 0.0 else 0.5 * (lo + hi)
     return best
+
+
+@njit(**JIT_OPTIONS)
+def _vertex_margins(u, i, j, k, out):
+    """``out_r = ⟨A_r, v vᵀ⟩ = (u_i − u_k)² − (u_i − u_j)²`` for ``u = X v`` (one pass)."""
+    for r in range(i.shape[0]):
+        a = u[i[r]] - u[k[r]]
+        b = u[i[r]] - u[j[r]]
+        out[r] = a * a - b * b
+    return out
+
+
+@njit(**JIT_OPTIONS)
+def _squared_hinge_value_and_slope(m, dm, alpha, rho, C):
+    """``f`` of Eq. (8) with the squared hinge (11) and ``Σ_r c_r dm_r`` at the margins
+    ``m + α dm``, as :meth:`_Loss.value_and_weights` computes them, in one pass."""
+    total, slope = 0.0, 0.0
+    for r in range(m.shape[0]):
+        z = min(m[r] + alpha * dm[r] - rho, 0.0)
+        total += z * z
+        slope += z * dm[r]
+    return rho - C * total, -2.0 * C * slope
+
+
+@njit(**JIT_OPTIONS)
+def _huber_value_and_slope(m, dm, alpha, rho, C, h):
+    """As :func:`_squared_hinge_value_and_slope` for the Huber loss (16)."""
+    total, slope = 0.0, 0.0
+    for r in range(m.shape[0]):
+        z = m[r] + alpha * dm[r] - rho
+        u = min(max(h - z, 0.0), 2 * h)
+        total += u * u / (4 * h) + max(-z - h, 0.0)
+        slope += u * dm[r]
+    return rho - C * total, C / (2 * h) * slope

@@ -23,7 +23,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.preprocessing import MinMaxScaler
 from sklearn.svm import SVC
-from sklearn.utils.validation import check_array, check_is_fitted, check_X_y
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .linalg import check_square_memory
 
@@ -56,6 +57,21 @@ class ScaledKernelClassifier(ClassifierMixin, BaseEstimator):
 
     constraint_kind: ClassVar[str] = "labels"
     evaluation: ClassVar[str] = "predict"
+
+    def _validate_fit(self, X, y):
+        """scikit-learn's checks of the training data (they set ``n_features_in_``); sets
+        ``classes_`` and returns X and each point's class index."""
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        self.classes_, index = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise ValueError(f"{type(self).__name__} needs at least 2 classes, got 1 class")
+        return X, index
+
+    def _validate_predict(self, X):
+        """The points to predict, checked against the fitted data and scaled as it was."""
+        check_is_fitted(self)
+        return self._scaled(validate_data(self, X, dtype=np.float64, reset=False))
 
     def _fit_scaler(self, X):
         """Fit the feature scaling on the training points; returns them scaled."""
@@ -133,11 +149,8 @@ class SVM(ScaledKernelClassifier):
 
     def fit(self, X, y, constraints=None):
         """Fit the m(m−1)/2 binary SVMs on labelled points; ``constraints`` are ignored."""
-        X, y = check_X_y(X, y, dtype=np.float64)
+        X, index = self._validate_fit(X, y)
         X = np.asarray(self._fit_scaler(X), dtype=np.float64)
-        self.classes_, index = np.unique(y, return_inverse=True)
-        if len(self.classes_) < 2:
-            raise ValueError(f"SVM needs at least 2 classes, got {len(self.classes_)}")
         self.gamma_ = self._resolve_gamma(X)
         self.pairs_ = np.array([(i, j) for i in range(len(self.classes_))
                                 for j in range(i + 1, len(self.classes_))])
@@ -193,17 +206,34 @@ class SVM(ScaledKernelClassifier):
             raise ValueError(f"gamma must be > 0, 'scale' or 'auto', got {self.gamma!r}")
         return float(self.gamma)
 
-    def decision_function(self, X, chunk=1024):
-        """Each pair's decision value for each row of X, shape (n, m(m−1)/2); positive votes j."""
-        check_is_fitted(self, "dual_coef_")
-        Z = self._scaled(check_array(X, dtype=np.float64))
+    def pair_decision_function(self, X, chunk=1024):
+        """Each pair's decision value for each row of X, shape (n, m(m−1)/2); positive votes j.
+
+        These are libsvm's one-vs-one values, those of
+        ``SVC(decision_function_shape="ovo").decision_function`` negated (pairs in ``pairs_``).
+        """
+        Z = self._validate_predict(X)
         return np.vstack([gaussian_gram(Z[start:start + chunk], self.support_vectors_, self.gamma_)
                           @ self.dual_coef_ + self.intercept_ for start in range(0, len(Z), chunk)])
 
+    def decision_function(self, X):
+        """Decision values in scikit-learn's shape, consistent with :meth:`predict`.
+
+        With two classes the pair's decision value, shape (n,), positive for ``classes_[1]``; with
+        m > 2 classes each class's one-vs-one votes, shape (n, m), whose first maximum is the
+        prediction. :meth:`pair_decision_function` gives the m(m−1)/2 pairs' values.
+        """
+        decision = self.pair_decision_function(X)
+        return decision[:, 0] if len(self.classes_) == 2 else self._votes(decision).astype(float)
+
     def predict(self, X):
         """The class with most one-vs-one votes (ties: the class that sorts first, as libsvm)."""
-        decision = self.decision_function(X)
+        votes = self._votes(self.pair_decision_function(X))
+        return self.classes_[np.argmax(votes, axis=1)]
+
+    def _votes(self, decision):
+        """Votes of each class from the pairs' decision values (n, m(m−1)/2) → (n, m)."""
         winners = np.where(decision >= 0, self.pairs_[:, 1], self.pairs_[:, 0])
         votes = np.zeros((len(decision), len(self.classes_)), dtype=int)
         np.add.at(votes, (np.arange(len(decision))[:, None], winners), 1)
-        return self.classes_[np.argmax(votes, axis=1)]
+        return votes

@@ -25,8 +25,8 @@ basis of metric-learn's ``MMC``): start at ``A = I`` with ``t = ⟨X_S, I⟩ / 1
 3. stop when ``‖α P‖_F / ‖A_last‖_F < tol``.
 
 The original code maximises ``log g``; its gradient has the direction of ``∇g`` and its ordering is
-that of ``g``, so the iterates are the same. No d×d matrix is built per pair: ``∇g`` is the signed
-Laplacian GEMM ``weighted_pair_outer_sum(X, D, 1/(2 d))`` and the distances ``d_τ`` are row-wise
+that of ``g``, so the iterates are the same. No d×d matrix is built per pair: ``∇g`` is one
+Laplacian GEMM (``linalg.PairOuterSum`` of D, weights 1/(2 d)) and the distances ``d_τ`` are row-wise
 norms of ``X F`` with ``A = F Fᵀ`` taken from the eigendecomposition of the PSD projection (the one
 d×d eigendecomposition per projection round the method needs).
 
@@ -53,8 +53,8 @@ import scipy.optimize
 from sklearn.exceptions import ConvergenceWarning
 
 from .base import MetricLearner
-from .linalg import (components_from_psd, pair_differences, pair_sq_distances,
-                     weighted_outer_sum, weighted_pair_outer_sum)
+from .linalg import (PairOuterSum, components_from_psd, pair_differences, pair_sq_distances,
+                     weighted_outer_sum)
 
 #: the original code sets the bound ``t = ⟨X_S, A_0⟩ / 100`` from the initial metric ``A_0 = I``
 BOUND_DIVISOR = 100.0
@@ -157,11 +157,12 @@ class Xing(MetricLearner):
             F = V[:, pos] * np.sqrt(lam[pos])
             return np.sqrt(pair_sq_distances(X @ F, dissimilar))
 
+        outer_sum = PairOuterSum(X, dissimilar)  # w ↦ Σ_τ w_τ X_τ
         A = np.eye(d)
         A_last = A.copy()
         dist_last = distances(np.ones(d), np.eye(d))
         alpha = float(self.step)
-        P = _ascent_direction(_gradient(X, dissimilar, dist_last), XS_unit)  # at A_0, as the code
+        P = _ascent_direction(_gradient(outer_sum, dist_last), XS_unit)  # at A_0, as the code
         trace = {k: [] for k in ("objective", "gap", "delta", "step", "n_proj", "time")}
         objective_n = gap = np.nan
         converged = False
@@ -185,7 +186,7 @@ class Xing(MetricLearner):
             if satisfy and (cycle == 0 or dist.sum() > dist_last.sum()):
                 alpha *= 1.05
                 A_last, dist_last = A, dist
-                grad = _gradient(X, dissimilar, dist)
+                grad = _gradient(outer_sum, dist)
                 scale = float(np.vdot(XS, A))  # ⟨X_S, A⟩; M̂ = A / scale
                 objective_n = dist.sum() / np.sqrt(scale)
                 gap = _fw_gap(grad * np.sqrt(scale), objective_n, XS_whiten, XS_null)
@@ -195,7 +196,7 @@ class Xing(MetricLearner):
                 alpha /= 2
                 A = A_last + alpha * P
             # 3. relative step
-            delta = alpha / np.linalg.norm(A_last)  # ‖P‖_F = 1
+            delta = alpha * np.linalg.norm(P) / np.linalg.norm(A_last)  # ‖P‖_F = 1, or 0
             for key, val in zip(trace, (objective_n, gap, delta, alpha, n_proj,
                                         time.perf_counter() - start)):
                 trace[key].append(val)
@@ -216,10 +217,11 @@ class Xing(MetricLearner):
         self.trace_ = {k: np.asarray(vals, dtype=float) for k, vals in trace.items()}
 
 
-def _gradient(X, pairs, dist):
-    """``∇g(A) = Σ_τ X_τ / (2 d_τ)`` as one Laplacian GEMM (pairs at distance 0 left out)."""
+def _gradient(outer_sum, dist):
+    """``∇g(A) = Σ_τ X_τ / (2 d_τ)`` by the pairs' ``linalg.PairOuterSum`` (one Laplacian GEMM;
+    pairs at distance 0 left out)."""
     w = np.divide(0.5, dist, out=np.zeros_like(dist), where=dist > 0)
-    G = weighted_pair_outer_sum(X, pairs, w)
+    G = outer_sum(w)
     return (G + G.T) / 2
 
 
@@ -252,9 +254,14 @@ def _project_exact(B, XS, t):
 
 
 def _ascent_direction(grad, XS_unit):
-    """``∇g`` without its component along ``X_S``, unit Frobenius norm (``grad_projection``)."""
+    """``∇g`` without its component along ``X_S``, unit Frobenius norm (``grad_projection``).
+
+    Zero when that component is all of ``∇g`` up to round-off: no direction along
+    ``⟨X_S, A⟩ = const`` ascends (always so for d = 1), the relative step is 0 and the fit stops.
+    """
     P = grad - float(np.vdot(grad, XS_unit)) * XS_unit
-    return P / np.linalg.norm(P)
+    norm = np.linalg.norm(P)
+    return P / norm if norm > 1e-12 * np.linalg.norm(grad) else np.zeros_like(P)
 
 
 def _whitener(XS, rtol=1e-10):

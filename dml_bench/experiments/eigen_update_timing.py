@@ -42,8 +42,8 @@ import pandas as pd
 import scipy.linalg
 from scipy.sparse.linalg import eigsh
 
-from .figures import save_figure
-from .solvers.eigen_update import rank_one_eigh_update
+from ..figures import save_figure
+from ..solvers.eigen_update import rank_one_eigh_update
 
 METHODS = ("rank-one update", "eigh QR (dsyev)", "eigh MRRR (dsyevr)", "Lanczos (eigsh)")
 

@@ -22,7 +22,7 @@ one, optimality of ``K_σ`` gives ``Tr K_σ − ‖K_σ‖²_F/(2σ) ≥ Tr K* �
 
 Embeddings are the top eigenvectors of K scaled by the square roots of their eigenvalues, and are
 assessed by the co-ranking criteria ``Q_NX(K)`` and ``B_NX(K)`` of Lee & Verleysen (Figs. 7–8 of
-the paper), :func:`~dml_bench.embedding_quality.neighbourhood_preservation`.
+the paper), :func:`~dml_bench.experiments.embedding_quality.neighbourhood_preservation`.
 
 References
 ----------
@@ -48,11 +48,11 @@ import pandas as pd
 import scipy.linalg
 import scipy.sparse
 
-from .constraints import _neighbours
-from .datasets.generators import make_swiss_roll
+from ..constraints import _neighbours
+from ..datasets.generators import make_swiss_roll
+from ..figures import save_figure
+from ..solvers.frobmetric import solve_frobenius_sdp
 from .embedding_quality import neighbourhood_preservation
-from .figures import save_figure
-from .solvers.frobmetric import solve_frobenius_sdp
 
 CONSTRAINT_FORMS = ("inequality", "equality")
 IP_SOLVERS = ("CLARABEL", "SCS")

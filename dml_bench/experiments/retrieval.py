@@ -20,7 +20,7 @@ metric. Written into ``out_dir``:
 - ``<figure>.csv`` / ``.png`` / ``.pdf``: mean precision (%) over the splits against m, one line
   per solver label, error bars the split std (:func:`~dml_bench.figures.plot_figure`);
 - ``comparison_<paper>_<table>.csv``: the 3-NN errors next to the config's ``paper_table``
-  (:func:`~dml_bench.report.compare_with_paper`).
+  (:func:`~dml_bench.tables.compare_with_paper`).
 """
 
 from __future__ import annotations
@@ -69,9 +69,9 @@ def run_retrieval_experiment(out_dir, config, query_class: str, top: int = 20,
     ValueError
         ``query_class`` is not a class of a dataset of the config.
     """
-    from .config import load_config
-    from .figures import plot_figure
-    from .runner import all_tasks
+    from ..config import load_config
+    from ..figures import plot_figure
+    from ..tasks import all_tasks
 
     exp = load_config(config)
     out_dir = Path(out_dir)
@@ -110,7 +110,7 @@ def retrieval_curves(runs: pd.DataFrame, top: int) -> pd.DataFrame:
 
 
 def _class_index(dataset: str, class_name: str) -> int:
-    from .datasets import load_dataset
+    from ..datasets import load_dataset
 
     names = load_dataset(dataset)[2]["class_names"]
     if class_name not in names:
@@ -121,9 +121,9 @@ def _class_index(dataset: str, class_name: str) -> int:
 
 def _run_task(task, target: int, top: int) -> dict:
     """Tune (as the runner's ``tune:`` fits do), fit, and evaluate one task: its row."""
-    from .evaluate import model_error, model_retrieval_precision, spectrum_counts
-    from .runner import fit_task_solver, prepare_split
-    from .tuning import run_tune_task, tune_tasks, with_choice
+    from ..evaluate import model_error, model_retrieval_precision, spectrum_counts
+    from ..tasks import fit_task_solver, prepare_split
+    from ..tuning import run_tune_task, tune_tasks, with_choice
 
     with threadpool_limits(limits=1):
         if task.solver.tune:
@@ -150,8 +150,9 @@ def _run_task(task, target: int, top: int) -> dict:
 
 def _comparisons(runs: pd.DataFrame, exp, out_dir: Path) -> dict:
     """The 3-NN errors next to each table of the config's ``paper_table``."""
-    from .papers import load_paper_table
-    from .report import compare_with_paper, summarize
+    from ..papers import load_paper_table
+    from ..report import summarize
+    from ..tables import compare_with_paper
 
     config = exp.to_dict()
     summary = summarize(runs, config)

@@ -31,9 +31,9 @@ import numpy as np
 import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
 
-from .constraints import Constraints
-from .figures import save_figure
-from .solvers.sdpmetric import SDPMetric, _Loss
+from ..constraints import Constraints
+from ..figures import save_figure
+from ..solvers.sdpmetric import SDPMetric, _Loss
 
 #: SDPMetric-H settings of the experiment: the solver's defaults (C, h as in the Table II runs;
 #: Frank-Wolfe gap stopping rule at 1e-5 · |f|) but for the iteration cap, ``max_iter`` of

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .constraints import _neighbours
+from ..constraints import _neighbours
 
 CRITERIA = ("alstd", "aled", "alcd", "gscd")
 

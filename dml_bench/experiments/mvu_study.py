@@ -2,12 +2,12 @@
 
 One data set — the generated swiss roll (Figs. 7, 9), or a registered one: the teapot images
 (Figs. 5, 8, Tables V–VI's teapot row) or the Frey faces (Fig. 6) — is embedded in 2-D by the
-Frobenius-regularised MVU (:func:`~dml_bench.mvu.mvu_frobenius`, "ours"/FrobMetric), the
-original MVU SDP through cvxpy (:func:`~dml_bench.mvu.mvu_interior_point`, optional), and
-scikit-learn's Isomap and LLE, all with the same k; every embedding is then assessed against the
-data by the co-ranking curves ``Q_NX(K)``, ``B_NX(K)`` (Figs. 7–8) and the criteria ALSTD, ALED,
-ALCD, GSCD (Tables V–VI) of :mod:`dml_bench.embedding_quality`, and drawn with its times
-(Figs. 5–6) or its principal spread directions (Fig. 9).
+Frobenius-regularised MVU (:func:`~dml_bench.experiments.mvu.mvu_frobenius`, "ours"/FrobMetric),
+the original MVU SDP through cvxpy (:func:`~dml_bench.experiments.mvu.mvu_interior_point`,
+optional), and scikit-learn's Isomap and LLE, all with the same k; every embedding is then
+assessed against the data by the co-ranking curves ``Q_NX(K)``, ``B_NX(K)`` (Figs. 7–8) and the
+criteria ALSTD, ALED, ALCD, GSCD (Tables V–VI) of :mod:`dml_bench.experiments.embedding_quality`,
+and drawn with its times (Figs. 5–6) or its principal spread directions (Fig. 9).
 
 References
 ----------
@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .datasets.generators import make_swiss_roll
+from ..datasets.generators import make_swiss_roll
+from ..figures import save_figure
 from .embedding_quality import (data_neighbours, embedding_criteria, neighbourhood_preservation,
                                 principal_spread_directions)
-from .figures import save_figure
 from .mvu import (EXPERIMENT_SOLVER_KW, _baseline_embeddings, knn_graph_edges, mvu_frobenius,
                   mvu_interior_point, mvu_problem, plot_embeddings)
 
@@ -63,11 +63,11 @@ def run_embedding_quality_study(out_dir, n=300, k=6, sigma=1e5, seed=0, data_sca
         ``dataset``).
     data_scale : float, default=0.1
         The data are multiplied by this before the two SDPs, as in
-        :func:`~dml_bench.mvu.run_mvu_experiment`: the paper does not state its data's scale,
-        σ acts as σ/s² on the unscaled data, and at s = 0.1 (σ effectively 1e7) the roll unrolls
-        into the paper's strip (at s = 1 the Frobenius term keeps it curled). The default
-        tolerance of the Frobenius dual is scaled by s²; Isomap, LLE and every criterion are
-        scale-free.
+        :func:`~dml_bench.experiments.mvu.run_mvu_experiment`: the paper does not state its
+        data's scale, σ acts as σ/s² on the unscaled data, and at s = 0.1 (σ effectively 1e7)
+        the roll unrolls into the paper's strip (at s = 1 the Frobenius term keeps it curled).
+        The default tolerance of the Frobenius dual is scaled by s²; Isomap, LLE and every
+        criterion are scale-free.
     dataset : str, optional
         A registered data set to embed instead of the swiss roll (e.g. ``"teapot"``,
         ``"frey_faces"``), loaded by :func:`~dml_bench.datasets.load_dataset` from the cache or
@@ -80,8 +80,8 @@ def run_embedding_quality_study(out_dir, n=300, k=6, sigma=1e5, seed=0, data_sca
     interior_point_kw : dict, optional
         ``cvxpy.Problem.solve`` settings (default :data:`SCS_KW` for SCS, none for Clarabel).
     frobenius_kw : dict, optional
-        ``solve_frobenius_sdp`` settings (default :data:`~dml_bench.mvu.EXPERIMENT_SOLVER_KW`,
-        ``tol`` times s²).
+        ``solve_frobenius_sdp`` settings (default
+        :data:`~dml_bench.experiments.mvu.EXPERIMENT_SOLVER_KW`, ``tol`` times s²).
     frobenius_rel_tol : float, optional
         When given, the Frobenius dual's ``tol`` is this times the largest squared k-NN
         distance of the scaled data (the unit of ``rel_violation``), whatever the data's pixel
@@ -138,7 +138,7 @@ def run_embedding_quality_study(out_dir, n=300, k=6, sigma=1e5, seed=0, data_sca
         t, height = data.extra["manifold"].T
         colours = {"t": t, "height": height}
     else:
-        from .datasets import load_dataset
+        from ..datasets import load_dataset
 
         X, y, _ = load_dataset(dataset)
         X, name, n = np.asarray(X, dtype=float), dataset, len(X)

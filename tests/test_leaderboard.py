@@ -1,0 +1,242 @@
+"""The leaderboard: its statistics against independent references (Demšar 2006's tables and
+formulas, brute force, scipy) and ``dmlbench leaderboard`` end to end (resume, budget, rules)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from click.testing import CliRunner
+from scipy import stats
+
+from dml_bench import ranking
+from dml_bench.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.usefixtures("tmp_cache")
+
+
+# ----------------------------------------------------------------------------------- statistics
+
+# Demšar (2006), Table 5a: critical values q_0.05 of the two-tailed Nemenyi test, k = 2..10
+DEMSAR_Q05 = [1.960, 2.343, 2.569, 2.728, 2.850, 2.949, 3.031, 3.102, 3.164]
+
+
+@pytest.mark.parametrize("k, q", zip(range(2, 11), DEMSAR_Q05))
+def test_nemenyi_q_matches_demsar_table_5a(k, q):
+    # the table prints 3 decimals from older approximations of the studentized range: scipy's
+    # quantile differs from it by at most 0.0011 (k = 7), so 2e-3 is the table's own accuracy
+    assert ranking.nemenyi_q(k) == pytest.approx(q, abs=2e-3)
+
+
+def test_critical_difference_is_demsars_formula_and_worked_example():
+    # Demšar §3.2.2 worked example: k = 4 methods on N = 14 data sets, CD = 2.569·√(20/84) = 1.25
+    assert ranking.critical_difference(4, 14) == pytest.approx(1.25, abs=5e-3)
+    for k, n in [(3, 5), (10, 18), (24, 18)]:
+        assert ranking.critical_difference(k, n) == pytest.approx(
+            ranking.nemenyi_q(k) * math.sqrt(k * (k + 1) / (6 * n)), rel=1e-12)
+
+
+def test_ranks_average_ties_and_put_missing_cells_last():
+    errors = pd.DataFrame({"a": [0.1, 0.3, np.nan], "b": [0.2, 0.3, 0.5],
+                           "c": [0.2, np.nan, np.nan]})
+    expected = [[1, 2.5, 2.5], [1.5, 1.5, 3], [2.5, 1, 2.5]]
+    np.testing.assert_array_equal(ranking.ranks(errors).to_numpy(), expected)
+
+
+def test_friedman_statistic_is_the_textbook_formula_without_ties():
+    rng = np.random.default_rng(3)
+    errors = pd.DataFrame(rng.permutation(np.arange(30.0)).reshape(6, 5))  # no ties
+    n, k = errors.shape
+    r = errors.rank(axis=1).mean().to_numpy()
+    chi2 = 12 * n / (k * (k + 1)) * (np.sum(r ** 2) - k * (k + 1) ** 2 / 4)  # Demšar Eq. §3.2.2
+    f = (n - 1) * chi2 / (n * (k - 1) - chi2)
+    got = ranking.friedman(errors)
+    assert got.statistic == pytest.approx(chi2, rel=1e-12)
+    assert got.p_value == pytest.approx(stats.chi2.sf(chi2, k - 1), rel=1e-12)
+    assert got.iman_davenport == pytest.approx(f, rel=1e-12)
+    assert got.iman_davenport_p == pytest.approx(stats.f.sf(f, k - 1, (k - 1) * (n - 1)), rel=1e-12)
+
+
+def test_friedman_is_undefined_below_three_methods():
+    with pytest.raises(ValueError, match="at least 3 methods"):
+        ranking.friedman(pd.DataFrame({"a": [1.0, 2.0], "b": [2.0, 1.0]}))
+
+
+def _exact_wilcoxon_p(d: np.ndarray) -> float:
+    """Two-sided exact p of the signed-rank statistic by enumerating all 2^n sign patterns."""
+    r = stats.rankdata(np.abs(d))
+    t_obs = min(r[d > 0].sum(), r[d < 0].sum())
+    ts = np.array([sum(ri for ri, s in zip(r, signs) if s)
+                   for signs in itertools.product([0, 1], repeat=len(d))])
+    return float(np.mean(np.minimum(ts, r.sum() - ts) <= t_obs))
+
+
+def test_pairwise_counts_and_wilcoxon_against_enumeration():
+    rng = np.random.default_rng(0)
+    a = rng.uniform(0, 10, 9)
+    b = a + np.array([0.5, -0.3, 1.2, 0.9, -0.1, 2.0, 0.7, 1.5, -0.8])  # distinct |differences|
+    errors = pd.DataFrame({"A": np.append(a, [np.nan, 1.0]), "B": np.append(b, [1.0, np.nan]),
+                           "C": np.append(b, [np.nan, np.nan])})
+    pw = ranking.pairwise(errors).set_index(["method", "versus"])
+    ab = pw.loc[("A", "B")]
+    # A lower on 6 of the 9 shared sets, B alone on the 10th (B wins), A alone on the 11th
+    assert (ab.wins, ab.ties, ab.losses, ab.n_both) == (7, 0, 4, 9)
+    assert ab.wilcoxon_p == pytest.approx(_exact_wilcoxon_p(a - b), rel=1e-12)
+    bc = pw.loc[("B", "C")]
+    assert (bc.ties, bc.wilcoxon_p) == (10, 1.0)  # equal errors, or neither has one
+    assert pw.loc[("B", "A")].wins == ab.losses
+
+
+def test_pareto_front_equals_brute_force():
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        cost, loss = rng.integers(0, 6, 12).astype(float), rng.integers(0, 6, 12).astype(float)
+        brute = [not any(cost[j] <= cost[i] and loss[j] <= loss[i]
+                         and (cost[j] < cost[i] or loss[j] < loss[i]) for j in range(12))
+                 for i in range(12)]
+        np.testing.assert_array_equal(ranking.pareto_front(cost, loss), brute)
+
+
+def test_cliques_are_the_maximal_groups_within_cd():
+    rng = np.random.default_rng(2)
+    for _ in range(50):
+        r = pd.Series(np.round(rng.uniform(1, 8, 8), 1), index=list("abcdefgh"))
+        cd = rng.uniform(0.3, 3)
+        order = list(r.sort_values(kind="stable").index)
+        runs = [order[i:j + 1] for i in range(8) for j in range(i + 1, 8)
+                if r[order[j]] - r[order[i]] < cd]
+        maximal = [g for g in runs if not any(set(g) < set(h) for h in runs)]
+        assert ranking.cliques(r, cd) == maximal
+
+
+# ---------------------------------------------------------------------------------- end to end
+
+
+def _invoke(*args):
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_quick_board_runs_resumes_and_writes_its_statistics(tmp_path):
+    config = REPO / "configs" / "leaderboard_quick.yaml"
+    out = _invoke("leaderboard", "--quick", "--config", config, "--results-dir", tmp_path)
+    board = tmp_path / "leaderboard_quick"
+    assert "15 cells run, 0 already done" in out
+    runs = pd.read_csv(board / "runs.csv")
+    assert len(runs) == 5 * 3 * 3  # methods × data sets × splits
+    logs = {name: (board / name).read_bytes() for name in ("runs.csv", "tuning.csv")}
+    out = _invoke("leaderboard", "--quick", "--config", config, "--results-dir", tmp_path)
+    assert "0 cells run, 15 already done" in out
+    assert {name: (board / name).read_bytes() for name in logs} == logs  # no new fit
+    ranks = pd.read_csv(board / "ranks.csv")
+    expected = ranking.ranks(pd.read_csv(board / "board.csv").pivot(
+        index="dataset", columns="method", values="error")).mean()
+    for rec in ranks.itertuples():
+        assert rec.mean_rank == pytest.approx(expected[rec.method], abs=1e-5)  # 6 digits in CSV
+    for name in ("ranks.tex", "ranks.html", "pairwise.csv", "friedman.csv", "time_error.csv",
+                 "figures/cd_diagram.png", "figures/time_error.png", "leaderboard.html"):
+        assert (board / name).stat().st_size > 0
+    assert "../REPRODUCTION.html" in (board / "leaderboard.html").read_text()
+
+
+@pytest.fixture
+def small_board(tmp_path):
+    """A two-set board whose memory rule leaves DML-eig unable to run (any d×d exceeds it)."""
+    data = yaml.safe_load((REPO / "configs" / "leaderboard_quick.yaml").read_text())
+    data["datasets"] = [{"name": "iris"}, {"name": "wine"}]
+    data["solvers"] = [{"name": "euclidean"}, {"name": "lda"},
+                       {"name": "dml_eig", "params": {"max_iter": 20}}]
+    data["execution"]["n_jobs"] = 1
+    data["leaderboard"] = {"fit_budget_seconds": 60, "memory_gb": 1e-7,
+                           "footprint": {"default": {"dd": 8}, "euclidean": {}, "lda": {}}}
+    path = tmp_path / "board.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_memory_rule_marks_cells_before_running_and_ranks_them_last(small_board, tmp_path):
+    _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r")
+    board = tmp_path / "r" / "leaderboard_quick"
+    table = pd.read_csv(board / "board.csv").set_index(["dataset", "method"])
+    assert table.loc[("iris", "dml_eig"), "status"] == "cannot_run"
+    assert "exceeds the 1e-07 GB rule" in table.loc[("iris", "dml_eig"), "reason"]
+    assert set(pd.read_csv(board / "runs.csv")["label"]) == {"euclidean", "lda"}
+    ranks = pd.read_csv(board / "ranks.csv", keep_default_na=False).set_index("method")
+    assert float(ranks.loc["dml_eig", "mean_rank"]) == 3.0
+    assert ranks.loc["dml_eig", "iris"] == "n/a"
+
+
+def test_fit_over_budget_is_marked_and_propagates_to_larger_sets(small_board, tmp_path):
+    out = _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
+                  "--budget", "0.05", "--solver", "euclidean")
+    board = tmp_path / "r" / "leaderboard_quick"
+    cells = pd.read_csv(board / "cells.csv").set_index(["dataset", "label"])
+    assert cells.loc[("iris", "euclidean"), "status"] == "over_budget"
+    assert cells.loc[("iris", "euclidean"), "reason"] == "a fit ran over the 0.05 s budget"
+    # wine has more points and features than iris: estimated over budget without running
+    assert cells.loc[("wine", "euclidean"), "reason"].startswith("estimated: over budget on iris")
+    assert "0 cells run" in out and not (board / "runs.csv").exists()
+    # the statistics show the cells as – and list the cells still to run
+    md = (board / "LEADERBOARD.md").read_text()
+    assert "Partial board" in md and "iris (lda, dml_eig)" in md
+    table = pd.read_csv(board / "board.csv").set_index(["dataset", "method"])
+    assert table.loc[("wine", "euclidean"), "status"] == "over_budget"
+    # a rerun with the same budget does not retry them; the marks stay one per cell
+    _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
+            "--budget", "0.05", "--solver", "euclidean")
+    assert len(pd.read_csv(board / "cells.csv")) == 2
+
+
+def test_reproduction_page_links_to_the_leaderboard_page(tmp_path):
+    from dml_bench.reproduction_report import _leaderboard_link, render_html
+
+    assert _leaderboard_link(tmp_path) == []  # no board written: no link
+    (tmp_path / "leaderboard").mkdir()
+    (tmp_path / "leaderboard" / "leaderboard.html").write_text("<html></html>")
+    page = render_html("\n".join(_leaderboard_link(tmp_path)))
+    assert '<a href="leaderboard/leaderboard.html">Leaderboard</a>' in page
+
+
+def test_bad_input_is_one_line_not_a_traceback(tmp_path, write_yaml):
+    config = REPO / "configs" / "leaderboard_quick.yaml"
+    result = CliRunner().invoke(main, ["leaderboard", "--config", str(config), "--results-dir",
+                                       str(tmp_path), "--dataset", "wines"])
+    assert result.exit_code == 2 and "Did you mean 'wine'?" in result.output
+    plain = write_yaml(REPO.joinpath("configs", "quickstart.yaml").read_text())
+    result = CliRunner().invoke(main, ["leaderboard", "--config", str(plain)])
+    assert result.exit_code == 2
+    assert "leaderboard: a board config needs a `leaderboard:` mapping" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_statistics_rank_finished_sets_only_with_missing_results_last():
+    from dml_bench.leaderboard import statistics
+
+    def cell(d, m, status, error=np.nan, fit_time=np.nan):
+        return {"dataset": d, "method": m, "status": status, "error": error,
+                "fit_time": fit_time, "reason": ""}
+
+    table = pd.DataFrame([
+        cell("s1", "A", "complete", 1.0, 1.0), cell("s1", "B", "complete", 2.0, 0.1),
+        cell("s1", "C", "over_budget"),
+        cell("s2", "A", "complete", 3.0, 1.0), cell("s2", "B", "complete", 3.0, 0.1),
+        cell("s2", "C", "complete", 1.0, 10.0),
+        cell("s3", "A", "complete", 1.0, 1.0), cell("s3", "B", "pending"),
+        cell("s3", "C", "complete", 0.0, 1.0),
+    ])
+    st = statistics(table)
+    assert st.pending == [("s3", ["B"])] and list(st.errors.index) == ["s1", "s2"]
+    # s1: A 1, B 2, C last (3); s2: C 1, A and B tied 2.5
+    assert st.mean_ranks.to_dict() == {"A": 1.75, "B": 2.25, "C": 2.0}
+    assert st.cd == pytest.approx(ranking.critical_difference(3, 2))
+    te = st.time_error.set_index("method")
+    # geometric-mean times over s1, s2: A 1, B 0.1, C 10 (s1 has none) -> front A and B
+    assert te["fit_time"].to_dict() == pytest.approx({"A": 1.0, "B": 0.1, "C": 10.0})
+    assert te["pareto"].to_dict() == {"A": True, "B": True, "C": False}

@@ -1,0 +1,57 @@
+"""The shared constraint algebra against its definitions, term by term."""
+
+import numpy as np
+import pytest
+
+from dml_bench.solvers.linalg import PairOuterSum, pair_sq_distances, weighted_pair_outer_sum
+
+
+def explicit_sum(X, pairs, w):
+    """``Σ_p w_p (x_a − x_b)(x_a − x_b)ᵀ`` one outer product at a time."""
+    return sum(wp * np.outer(X[a] - X[b], X[a] - X[b]) for (a, b), wp in zip(pairs, w))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_pair_sq_distances_are_the_mahalanobis_distances(dtype):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 5))
+    F = rng.normal(size=(5, 3))
+    pairs = rng.integers(0, 12, size=(40, 2))
+    M = F @ F.T
+    expected = np.array([(X[a] - X[b]) @ M @ (X[a] - X[b]) for a, b in pairs])
+    Z = (X @ F).astype(dtype)
+    # float32 Z: the mapped points carry float32 round-off, the sum is accumulated in float64
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(pair_sq_distances(Z, pairs), expected, rtol=rtol)
+    np.testing.assert_allclose(pair_sq_distances(np.asfortranarray(Z), pairs.T.copy().T),
+                               expected, rtol=rtol)
+    assert pair_sq_distances(Z, np.zeros((0, 2), dtype=int)).shape == (0,)
+
+
+@pytest.mark.parametrize("n_pairs", [6, 60])  # fewer pairs than points: differences; more: Laplacian
+def test_pair_outer_sum_is_the_explicit_sum_for_every_call(n_pairs):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(15, 4)) + 3.0
+    pairs = rng.integers(0, 15, size=(n_pairs, 2))
+    outer_sum = PairOuterSum(X, pairs)
+    for _ in range(3):  # one operator, several weight vectors (signed, with zeros)
+        w = rng.normal(size=n_pairs) * (rng.random(n_pairs) < 0.7)
+        expected = explicit_sum(X, pairs, w)
+        np.testing.assert_allclose(outer_sum(w), expected, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(weighted_pair_outer_sum(X, pairs, w), expected,
+                                   rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("d", [1, 5, 40])
+def test_leading_eigenvector_is_numpys_top_eigenvector(d):
+    from dml_bench.solvers.linalg import leading_eigenvector
+
+    rng = np.random.default_rng(d)
+    A = rng.normal(size=(d, d))
+    G = A + A.T
+    lam, U = np.linalg.eigh(G)
+    v = leading_eigenvector(G)
+    assert np.linalg.norm(v) == pytest.approx(1.0)
+    # eigenvalues of a random symmetric matrix are simple: the same vector up to sign
+    assert abs(v @ U[:, -1]) == pytest.approx(1.0, abs=1e-12)
+    np.testing.assert_allclose(G @ v, lam[-1] * v, atol=1e-12 * np.abs(lam).max())
