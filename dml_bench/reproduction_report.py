@@ -137,10 +137,16 @@ def tasks_not_run(exp, done: set[str]) -> tuple[dict[str, int], list[str]]:
     (task ids); and the labels whose data are not available here (mirror, cache, bundled)."""
     from .datasets import dataset_status
     from .tasks import all_tasks
+    from .verification import data_problem, verification_tasks
 
     missing: dict[str, int] = {}
-    no_data = [d.label for d in exp.datasets if dataset_status(d.name) == "network needed"]
-    for task in all_tasks(exp):
+    if exp.task == "verification":  # its data: the user's LFW-SIFT file (or the pixels)
+        no_data = [d.label for d in exp.datasets] if data_problem(exp, load=False) else []
+        tasks = verification_tasks(exp)
+    else:
+        no_data = [d.label for d in exp.datasets if dataset_status(d.name) == "network needed"]
+        tasks = all_tasks(exp)
+    for task in tasks:
         if task.task_id not in done and task.dataset.label not in no_data:
             missing[task.dataset.label] = missing.get(task.dataset.label, 0) + 1
     return missing, no_data

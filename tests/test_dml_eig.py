@@ -101,6 +101,9 @@ def test_top_eigenvector_all_paths_match_dense_eigh(n, d):
     expected = np.linalg.eigh((D * w[:, None]).T @ D)[1][:, -1]
     v = top_eigenvector(D, w, v0=rng.normal(size=d))
     assert abs(v @ expected) == pytest.approx(1.0, abs=1e-8)
+    # unit weights (None) on rows scaled by √w: the same G
+    v = top_eigenvector(D * np.sqrt(w)[:, None], None, v0=rng.normal(size=d))
+    assert abs(v @ expected) == pytest.approx(1.0, abs=1e-8)
     # float32 rows: the products over them in single precision, the vector in double. Davis–Kahan:
     # sin θ ≤ 2‖ΔG‖/gap, with ‖ΔG‖ ≤ the rounding of D plus n ε₃₂ Σ w‖d‖² of the product
     v32 = top_eigenvector(D.astype(np.float32), w, v0=rng.normal(size=d))

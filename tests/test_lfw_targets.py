@@ -290,3 +290,20 @@ def test_drawn_folds_config_and_lfw_targets_are_runnable_configs():
     for tid in LFW_TARGETS:
         assert not targets[tid].unsupported, tid
     assert targets["ying2012-table7"].unsupported
+
+
+def test_report_counts_the_lfw_tasks_still_to_run_once_the_file_is_supplied(npz_file, monkeypatch):
+    """With the file named by the environment, the reproduction report lists every LFW task as
+    still to run (none as without data); without it, every entry as without data."""
+    from dml_bench.reproduction import experiment_of
+    from dml_bench.reproduction_report import tasks_not_run
+    from dml_bench.verification import verification_tasks
+
+    targets = load_targets()
+    exp = experiment_of(targets["ying2012-table6"], targets)
+    monkeypatch.setenv(LFW_SIFT_ENV, str(npz_file))
+    missing, no_data = tasks_not_run(exp, set())
+    assert no_data == [] and sum(missing.values()) == len(verification_tasks(exp))
+    monkeypatch.setenv(LFW_SIFT_ENV, str(npz_file.parent / "absent.npz"))
+    missing, no_data = tasks_not_run(exp, set())
+    assert missing == {} and no_data == [d.label for d in exp.datasets]

@@ -126,8 +126,9 @@ class DMLEig(MetricLearner):
         vecs, alphas = [], []  # S_t = (1 − α_1)…(1 − α_{t−1}) I/d + Σ_j α_j Π_{i>j}(1 − α_i) v_j v_jᵀ
         trace = {k: [] for k in ("objective", "min_distance", "gap", "time")}
         v, converged, f_prev = None, False, np.inf  # v: warm start of the eigensolver
+        buffer = np.empty_like(Z)
         for t in range(1, self.max_iter + 1):
-            f_mu, v, p, gap = _frank_wolfe_vertex(Z, q, mu, self.weight_threshold, v)
+            f_mu, v, p, gap = _frank_wolfe_vertex(Z, q, mu, self.weight_threshold, v, buffer)
             if self.stopping == "objective" and abs(f_mu - f_prev) < self.tol:
                 converged = True
                 break
@@ -145,7 +146,7 @@ class DMLEig(MetricLearner):
             warnings.warn(f"DML-eig did not converge in {self.max_iter} iterations "
                           f"(last duality gap {trace['gap'][-1]:.3g})", ConvergenceWarning)
             # the returned iterate is one step past the last gap evaluated in the loop
-            f_mu, _, _, gap = _frank_wolfe_vertex(Z, q, mu, self.weight_threshold, v)
+            f_mu, _, _, gap = _frank_wolfe_vertex(Z, q, mu, self.weight_threshold, v, buffer)
         S = _assemble_iterate(np.array(vecs).reshape(-1, d), np.array(alphas), d)
         L_inv = scipy.linalg.solve_triangular(L, np.eye(d), lower=True)
         self.components_ = components_from_psd(S, right=L_inv)
@@ -158,16 +159,23 @@ class DMLEig(MetricLearner):
         self.trace_ = {k: np.asarray(vals) for k, vals in trace.items()}
 
 
-def _frank_wolfe_vertex(Z, q, mu, weight_threshold, v0):
+def _frank_wolfe_vertex(Z, q, mu, weight_threshold, v0, buffer):
     """At the iterate with values ``q``: ``f_μ``, the vertex ``v`` (top eigenvector of ∇f_μ,
-    warm-started at ``v0``), ``p = (Z v)²`` and the duality gap ``vᵀ∇f_μ v − wᵀq``."""
+    warm-started at ``v0``), ``p = (Z v)²`` and the duality gap ``vᵀ∇f_μ v − wᵀq``.
+
+    ``∇f_μ = Σ_τ w_τ z_τ z_τᵀ = YᵀY`` over the rows kept (weight above ``weight_threshold`` of
+    the largest), ``Y = diag(√w) Z`` formed in ``buffer`` (as large as Z, reused by every
+    iteration: no allocation of an n_pairs×d temporary per iteration).
+    """
     f_mu, w = _smoothed_min(q, mu)
-    keep = w > weight_threshold * w.max()
-    Z_keep, w_keep = (Z, w) if keep.all() else (Z[keep], w[keep])
-    v = top_eigenvector(Z_keep, w_keep, v0=v0)
+    keep = np.flatnonzero(w > weight_threshold * w.max())
+    Y = buffer[:len(keep)]
+    np.take(Z, keep, axis=0, out=Y)
+    Y *= np.sqrt(w[keep].astype(Y.dtype))[:, None]
+    v = top_eigenvector(Y, None, v0=v0)
     # ⟨X̃_τ, v vᵀ⟩ for every pair: the one full pass per iteration (in Z's precision)
     p = (Z @ v.astype(Z.dtype)).astype(np.float64) ** 2
-    return f_mu, v, p, float(w_keep @ p[keep] - w @ q)
+    return f_mu, v, p, float(w[keep] @ p[keep] - w @ q)
 
 
 def check_frank_wolfe_params(est) -> None:

@@ -45,10 +45,12 @@ def weighted_outer_sum(D: np.ndarray, w: np.ndarray | None = None) -> np.ndarray
     return (D * w[:, None]).T @ D
 
 
-def top_eigenvector(D: np.ndarray, w: np.ndarray, v0: np.ndarray | None = None) -> np.ndarray:
+def top_eigenvector(D: np.ndarray, w: np.ndarray | None, v0: np.ndarray | None = None
+                    ) -> np.ndarray:
     """Unit eigenvector of the largest (algebraic) eigenvalue of ``G = Dᵀ diag(w) D``.
 
-    ``w`` may be signed: ``C = Σ_τ (a_τ a_τᵀ − b_τ b_τᵀ)`` is ``D = [A; B]`` with ``w = [u; −u]``.
+    ``w`` may be signed: ``C = Σ_τ (a_τ a_τᵀ − b_τ b_τᵀ)`` is ``D = [A; B]`` with ``w = [u; −u]``;
+    ``None`` means unit weights (``G = DᵀD``, for rows already scaled by ``√w``).
 
     Small ``d`` uses a dense ``eigh`` of G. Otherwise Lanczos (ARPACK ``eigsh``) warm-started at
     ``v0`` (default: a fixed vector; ARPACK's own random start would depend on its earlier calls
@@ -64,7 +66,7 @@ def top_eigenvector(D: np.ndarray, w: np.ndarray, v0: np.ndarray | None = None) 
     if v0 is None:
         v0 = np.random.default_rng(0).standard_normal(d)
     if n * 4 < d:
-        wd = w.astype(D.dtype, copy=False)
+        wd = 1 if w is None else w.astype(D.dtype, copy=False)
         op = LinearOperator((d, d), dtype=np.float64, matvec=lambda v: (
             D.T @ (wd * (D @ v.ravel().astype(D.dtype, copy=False)))).astype(np.float64))
     else:
