@@ -240,22 +240,23 @@ def _fmt(mean, std=None, digits=2) -> str:
 
 
 def _comparison_rows(comp: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    is_error = bool((comp["quantity"] == "error").all())
+    # errors and (LFW) accuracies have a match rule; other quantities (times, ...) a ratio
+    has_match_rule = bool(comp["quantity"].isin(("error", "accuracy")).all())
     digits = 4 if comp["quantity"].isin(CRITERIA).all() else 2  # the embedding criteria are < 1
-    swept = is_error and comp.get("sweep_low", pd.Series(dtype=float)).notna().any()
+    swept = has_match_rule and comp.get("sweep_low", pd.Series(dtype=float)).notna().any()
     header = ["data set", "method", "paper", "ours", *(["sweep range"] if swept else []),
-              "ours − paper", "match" if is_error else "ours / paper",
-              *(["Welch's t"] if is_error else []), "note"]
+              "ours − paper", "match" if has_match_rule else "ours / paper",
+              *(["Welch's t"] if has_match_rule else []), "note"]
     body = []
     for _, r in comp.iterrows():
-        welch = [_significance(r)] if is_error else []
+        welch = [_significance(r)] if has_match_rule else []
         sweep = [_sweep_cell(r)] if swept else []
         if r["status"] == "not run":
             body.append([r["dataset"], r["solver"], _fmt(r["paper_mean"], r["paper_std"], digits),
-                         "not run", *sweep, "", "", *([""] if is_error else []),
+                         "not run", *sweep, "", "", *([""] if has_match_rule else []),
                          r["note"] or ""])
             continue
-        flag = ("yes" if r["status"] == "match" else "**no**") if is_error else \
+        flag = ("yes" if r["status"] == "match" else "**no**") if has_match_rule else \
             f"×{r['ratio']:.2f}"
         body.append([r["dataset"], r["label"], _fmt(r["paper_mean"], r["paper_std"], digits),
                      _fmt(r["ours_mean"], r["ours_std"], digits), *sweep,

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.usefixtures("tmp_cache")
 DEMSAR_Q05 = [1.960, 2.343, 2.569, 2.728, 2.850, 2.949, 3.031, 3.102, 3.164]
 
 
-@pytest.mark.parametrize("k, q", zip(range(2, 11), DEMSAR_Q05))
+@pytest.mark.parametrize("k, q", list(zip(range(2, 11), DEMSAR_Q05)))
 def test_nemenyi_q_matches_demsar_table_5a(k, q):
     # the table prints 3 decimals from older approximations of the studentized range: scipy's
     # quantile differs from it by at most 0.0011 (k = 7), so 2e-3 is the table's own accuracy

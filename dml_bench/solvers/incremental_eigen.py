@@ -84,7 +84,9 @@ def eigen_update(U: np.ndarray, s: np.ndarray, A: np.ndarray, w: np.ndarray,
     K = (B * np.asarray(w, dtype=float)) @ B.T
     K[np.arange(r), np.arange(r)] += s
     # divide and conquer (syevd) on K's lower triangle: the fastest LAPACK eigh with all vectors
-    theta, V = scipy.linalg.eigh(K, driver="evd", overwrite_a=True, check_finite=False)
+    # (scipy 1.11, the floor, sizes syevd's workspace wrongly for a 1×1 K: plain syev there)
+    theta, V = scipy.linalg.eigh(K, driver="evd" if len(K) > 1 else "ev", overwrite_a=True,
+                                 check_finite=False)
     tiny = rtol * max(np.abs(theta).max(initial=0.0), np.finfo(float).tiny)
     keep = np.flatnonzero((np.abs(theta) > tiny) & (theta > lower))[::-1]   # decreasing θ
     V = V[:, keep]
