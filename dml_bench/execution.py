@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from joblib import Parallel, delayed, parallel_config
 
 from .errors import RunRefused
+from .registry import UnknownNameError
 from .results import RunStore, TaskClaims
 
 
@@ -81,6 +82,18 @@ def supersede_refusal(name: str, store: RunStore, stale: set, stale_tuning: set)
             " or restore the config that made them")
 
 
+def check_labels(exp, datasets, solvers) -> list[str]:
+    """The dataset labels of ``exp``; an :class:`~dml_bench.registry.UnknownNameError` when a
+    label asked for (``--dataset``, ``--solver``) is not one of the config's."""
+    labels = [d.label for d in exp.datasets]
+    for kind, chosen, known in (("dataset", datasets, labels),
+                                ("solver", solvers, [s.label for s in exp.solvers])):
+        for label in chosen or ():
+            if label not in known:
+                raise UnknownNameError(f"{kind} label of {exp.name}", label, known)
+    return labels
+
+
 def set_aside_stale(name: str, store: RunStore, tuning: RunStore, task_ids: set,
                     tuning_ids: set, *, supersede: bool, force: bool,
                     echo: Callable[[str], None]) -> None:
@@ -98,6 +111,27 @@ def set_aside_stale(name: str, store: RunStore, tuning: RunStore, task_ids: set,
              f"settings) to {store.superseded}")
     if stale_tuning:
         tuning.archive(stale_tuning)
+
+
+def land_rows(fn: Callable, work: list, into: RunStore, *, n_jobs: int, backend: str,
+              claims: TaskClaims, require_timing: bool, record: Callable[[dict], None],
+              bar=None) -> int:
+    """Run ``work`` and ``record`` each row as it comes: first the tasks no other run has
+    claimed, then, waiting for their claims, those another run held (it may have died or failed
+    them); tasks another run finished (rows in ``into``) are not rerun. Advances ``bar`` by the
+    whole of ``work`` and returns how many rows landed here."""
+    finished = finished_reader(into, require_timing=require_timing)
+    deferred, landed = [], 0
+    for wait, batch in ((False, work), (True, deferred)):
+        for row in execute(fn, batch, n_jobs, backend, claims, finished, wait=wait,
+                           deferred=deferred):
+            record(row)
+            landed += 1
+            if bar is not None:
+                bar.update(1)
+    if bar is not None and len(work) > landed:
+        bar.update(len(work) - landed)
+    return landed
 
 
 def finished_reader(store: RunStore, require_timing: bool) -> Callable[[], set]:

@@ -23,9 +23,8 @@ from threadpoolctl import threadpool_limits
 from . import __version__
 from .config import Experiment
 from .evaluate import model_error, spectrum_counts
-from .execution import (BLAS_THREADS, RunSummary, execute, execution_backend, failure_row,
-                        finished_reader, group_skipped, set_aside_stale, utc_now)
-from .registry import UnknownNameError
+from .execution import (BLAS_THREADS, RunSummary, check_labels, execution_backend, failure_row,
+                        group_skipped, land_rows, set_aside_stale, utc_now)
 from .results import TUNE_COLUMNS, RunStore, TaskClaims
 from .tasks import Task, all_tasks, fit_task_solver, plan, prepare_split
 from .tuning import TuningIncomplete, run_tune_task, tune_tasks, with_choice
@@ -128,12 +127,7 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
         return run_verification_experiment(
             exp, results_root, mirror=mirror, cache_dir=cache_dir, force=force, progress=progress,
             echo=echo, datasets=datasets, solvers=solvers, supersede=supersede)
-    labels = [d.label for d in exp.datasets]
-    for kind, chosen, known in (("dataset", datasets, labels),
-                                ("solver", solvers, [s.label for s in exp.solvers])):
-        for label in chosen or ():
-            if label not in known:
-                raise UnknownNameError(f"{kind} label of {exp.name}", label, known)
+    labels = check_labels(exp, datasets, solvers)
     store = RunStore(Path(results_root) / exp.name)
     store.dir.mkdir(parents=True, exist_ok=True)
     (store.dir / "config.yaml").write_text(yaml.safe_dump(exp.to_dict(), sort_keys=False))
@@ -173,22 +167,13 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
     with bar as b, execution_backend(backend, exp.scheduler, n_jobs):
 
         def land(fn, work: list, into: RunStore, count: bool = True):
-            """Run ``work`` and record each row as it comes: first the tasks no other run has
-            claimed, then, waiting for their claims, those another run held (it may have died
-            or failed them); tasks another run finished are counted, not rerun."""
-            finished = finished_reader(into, require_timing=exp.timing and into is store)
-            deferred, landed = [], 0
-            for wait, batch in ((False, work), (True, deferred)):
-                for row in execute(fn, batch, n_jobs, backend, claims, finished, wait=wait,
-                                   deferred=deferred):
-                    _record(into, row, summary, echo, count=count)
-                    landed += 1
-                    if b is not None:
-                        b.update(1)
+            """Run ``work`` (:func:`~dml_bench.execution.land_rows`); tasks another run
+            finished are counted, not rerun."""
+            landed = land_rows(fn, work, into, n_jobs=n_jobs, backend=backend, claims=claims,
+                               require_timing=exp.timing and into is store, bar=b,
+                               record=lambda row: _record(into, row, summary, echo, count=count))
             if count:
                 summary.elsewhere += len(work) - landed
-            if b is not None and len(work) > landed:
-                b.update(len(work) - landed)
 
         # dataset by dataset (config order): its tuning fits, then its final fits, so the rows of
         # a dataset land as soon as its own tuning is done

@@ -23,9 +23,8 @@ import yaml
 from threadpoolctl import threadpool_limits
 
 from . import __version__
-from .execution import (RunSummary, execute, execution_backend, failure_row, finished_reader,
-                        group_skipped, set_aside_stale, utc_now)
-from .registry import UnknownNameError
+from .execution import (RunSummary, check_labels, execution_backend, failure_row, group_skipped,
+                        land_rows, set_aside_stale, utc_now)
 from .results import TUNE_COLUMNS, RunStore, TaskClaims, _atomic_write
 from .verification import (LFW_TABLES, VERIFICATION_COLUMNS, VerificationTask, data_problem,
                            fit_and_score, tuning_tasks, verification_tasks)
@@ -101,12 +100,7 @@ def run_verification_experiment(exp, results_root="results", *, mirror=None, cac
     -------
     RunSummary
     """
-    labels = [d.label for d in exp.datasets]
-    for kind, chosen, known in (("dataset", datasets, labels),
-                                ("solver", solvers, [s.label for s in exp.solvers])):
-        for label in chosen or ():
-            if label not in known:
-                raise UnknownNameError(f"{kind} label of {exp.name}", label, known)
+    labels = check_labels(exp, datasets, solvers)
     store = RunStore(Path(results_root) / exp.name, "runs", VERIFICATION_COLUMNS)
     store.dir.mkdir(parents=True, exist_ok=True)
     (store.dir / "config.yaml").write_text(yaml.safe_dump(exp.to_dict(), sort_keys=False))
@@ -156,19 +150,11 @@ def run_verification_experiment(exp, results_root="results", *, mirror=None, cac
     with bar as b, execution_backend(exp.backend, exp.scheduler, exp.n_jobs):
 
         def land(fn, work, into, count=True):
-            finished = finished_reader(into, require_timing=False)
-            deferred, landed = [], 0
-            for wait, batch in ((False, work), (True, deferred)):
-                for row in execute(fn, batch, exp.n_jobs, exp.backend, claims, finished,
-                                   wait=wait, deferred=deferred):
-                    record(into, row, count)
-                    landed += 1
-                    if b is not None:
-                        b.update(1)
+            landed = land_rows(fn, work, into, n_jobs=exp.n_jobs, backend=exp.backend,
+                               claims=claims, require_timing=False, bar=b,
+                               record=lambda row: record(into, row, count))
             if count:
                 summary.elsewhere += len(work) - landed
-            if b is not None and len(work) > landed:
-                b.update(len(work) - landed)
 
         # entries that differ only in the PCA dimension (or the triplet count) share each fold's
         # decomposition: run them together, fold by fold, their View 1 tuning first
