@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from dml_bench.solvers.linalg import PairOuterSum, pair_sq_distances, weighted_pair_outer_sum
+from dml_bench.solvers.linalg import (COMPILED_GRAM_MAX_DIM, GramTopEigenvector, PairOuterSum,
+                                      pair_sq_distances, weighted_pair_outer_sum)
 
 
 def explicit_sum(X, pairs, w):
@@ -55,3 +56,33 @@ def test_leading_eigenvector_is_numpys_top_eigenvector(d):
     # eigenvalues of a random symmetric matrix are simple: the same vector up to sign
     assert abs(v @ U[:, -1]) == pytest.approx(1.0, abs=1e-12)
     np.testing.assert_allclose(G @ v, lam[-1] * v, atol=1e-12 * np.abs(lam).max())
+
+
+@pytest.mark.parametrize("d", [3, COMPILED_GRAM_MAX_DIM, COMPILED_GRAM_MAX_DIM + 1, 70])
+@pytest.mark.parametrize("signed", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_gram_top_eigenvector_is_numpys_over_the_rows_kept(d, signed, dtype):
+    """Every branch (compiled below COMPILED_GRAM_MAX_DIM, BLAS + dense eigh up to 64, Lanczos
+    above), for several weight vectors in a row (warm starts): v is numpy's top eigenvector of
+    Σ_{r kept} w_r z_r z_rᵀ formed one outer product at a time, with the rows below the threshold
+    left out, p its squared projections and λ its eigenvalue."""
+    rng = np.random.default_rng(d)
+    Z = rng.normal(size=(150, d)).astype(dtype)
+    top = GramTopEigenvector(Z, threshold=1e-3)
+    for call in range(3):
+        w = rng.exponential(size=150) * (rng.choice([-1, 1], 150) if signed else 1)
+        w[rng.choice(150, 40, replace=False)] *= 1e-6  # below 1e-3 of the largest: left out
+        if signed:
+            w[np.argmax(np.abs(w))] = 50.0  # a clear top eigenvalue with signed weights
+        kept = np.abs(w) >= 1e-3 * np.abs(w).max()
+        Z64 = Z.astype(np.float64)
+        G = sum(wr * np.outer(z, z) for z, wr, k in zip(Z64, w, kept) if k)
+        lam, V = np.linalg.eigh(G)
+        v, p, value = top(w)
+        # the eigenvector's error is round-off over the eigen-gap (Davis-Kahan); float32 rows
+        # perturb G by ~1e-7 relative
+        gap = lam[-1] - lam[-2]
+        eps = 1e-12 if dtype == np.float64 else 1e-6
+        assert abs(abs(v @ V[:, -1]) - 1) < 1e2 * eps * np.abs(lam).max() / gap
+        np.testing.assert_allclose(value, lam[-1], rtol=1e2 * eps)
+        np.testing.assert_allclose(p, (Z64 @ v) ** 2, rtol=1e2 * eps, atol=1e2 * eps * d)

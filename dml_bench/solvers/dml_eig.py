@@ -9,8 +9,9 @@ The loop is Table 1 on the entropy-smoothed ``f_μ(S) = −μ ln Σ_τ exp(−q_
 ``q_τ = z̃_τᵀ S z̃_τ``. No d×d matrix is built per pair and S itself is never formed inside the
 loop: ``q ← (1 − α) q + α (Z̃ v)²`` is one pass over the |D|×d matrix Z̃, the Frank-Wolfe vertex
 ``v vᵀ`` is the top eigenvector of ``∇f_μ = Z̃ᵀ diag(w) Z̃`` (``w`` = softmax(−q/μ)), computed on
-the rows whose weight is not negligible, and the duality gap ``λ_max(∇f_μ) − ⟨∇f_μ, S⟩ =
-vᵀ∇f_μ v − wᵀq`` costs nothing extra. S is kept as its rank-one terms and assembled once at the end.
+the rows whose weight is not negligible (:class:`linalg.GramTopEigenvector`), and the duality gap
+``λ_max(∇f_μ) − ⟨∇f_μ, S⟩ = vᵀ∇f_μ v − wᵀq`` costs nothing extra. S is kept as its rank-one
+terms and assembled once at the end.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
 
 from .base import MetricLearner
-from .linalg import components_from_psd, pair_differences, top_eigenvector, weighted_outer_sum
+from numba import njit
+
+from .linalg import (JIT_OPTIONS, GramTopEigenvector, components_from_psd, pair_differences,
+                     weighted_outer_sum)
 
 STOPPING_RULES = ("gap", "objective")
 SCALINGS = ("unit_mean", "none")
@@ -66,8 +70,9 @@ class DMLEig(MetricLearner):
         ``S_1 = I/d``.
 
     float32 input (``preserves_float32``; the ``dtype: float32`` preprocessing option) keeps the
-    whitened differences Z in single precision: the per-iteration passes over the pairs (the
-    gradient GEMM and ``p = (Z v)²``) run in float32, while the whitening, the d×d
+    whitened differences Z in single precision: for ``d > linalg.COMPILED_GRAM_MAX_DIM`` the
+    per-iteration passes over the pairs (the gradient GEMM and ``p = (Z v)²``) run in float32
+    (below it, the compiled passes read float32 and sum in float64), while the whitening, the d×d
     eigenproblem, q, the softmax weights and the iterate stay in float64.
 
     Attributes
@@ -125,10 +130,10 @@ class DMLEig(MetricLearner):
         q = np.einsum("ij,ij->i", Z, Z, dtype=np.float64) / d  # q_τ at S_1 = I/d
         vecs, alphas = [], []  # S_t = (1 − α_1)…(1 − α_{t−1}) I/d + Σ_j α_j Π_{i>j}(1 − α_i) v_j v_jᵀ
         trace = {k: [] for k in ("objective", "min_distance", "gap", "time")}
-        v, converged, f_prev = None, False, np.inf  # v: warm start of the eigensolver
-        buffer = np.empty_like(Z)
+        vertex = GramTopEigenvector(Z, self.weight_threshold)
+        converged, f_prev = False, np.inf
         for t in range(1, self.max_iter + 1):
-            f_mu, v, p, gap = _frank_wolfe_vertex(Z, q, mu, self.weight_threshold, v, buffer)
+            f_mu, v, p, gap = _frank_wolfe_vertex(vertex, q, mu)
             if self.stopping == "objective" and abs(f_mu - f_prev) < self.tol:
                 converged = True
                 break
@@ -146,7 +151,7 @@ class DMLEig(MetricLearner):
             warnings.warn(f"DML-eig did not converge in {self.max_iter} iterations "
                           f"(last duality gap {trace['gap'][-1]:.3g})", ConvergenceWarning)
             # the returned iterate is one step past the last gap evaluated in the loop
-            f_mu, _, _, gap = _frank_wolfe_vertex(Z, q, mu, self.weight_threshold, v, buffer)
+            f_mu, _, _, gap = _frank_wolfe_vertex(vertex, q, mu)
         S = _assemble_iterate(np.array(vecs).reshape(-1, d), np.array(alphas), d)
         L_inv = scipy.linalg.solve_triangular(L, np.eye(d), lower=True)
         self.components_ = components_from_psd(S, right=L_inv)
@@ -159,23 +164,14 @@ class DMLEig(MetricLearner):
         self.trace_ = {k: np.asarray(vals) for k, vals in trace.items()}
 
 
-def _frank_wolfe_vertex(Z, q, mu, weight_threshold, v0, buffer):
-    """At the iterate with values ``q``: ``f_μ``, the vertex ``v`` (top eigenvector of ∇f_μ,
-    warm-started at ``v0``), ``p = (Z v)²`` and the duality gap ``vᵀ∇f_μ v − wᵀq``.
-
-    ``∇f_μ = Σ_τ w_τ z_τ z_τᵀ = YᵀY`` over the rows kept (weight above ``weight_threshold`` of
-    the largest), ``Y = diag(√w) Z`` formed in ``buffer`` (as large as Z, reused by every
-    iteration: no allocation of an n_pairs×d temporary per iteration).
-    """
+def _frank_wolfe_vertex(vertex: GramTopEigenvector, q: np.ndarray, mu: float):
+    """At the iterate with values ``q``: ``f_μ``, the vertex ``v`` (top eigenvector of
+    ``∇f_μ = Σ_τ w_τ z̃_τ z̃_τᵀ``, Eq. (20), over the pairs whose weight is not negligible),
+    ``p = (Z̃ v)²`` (``⟨X̃_τ, v vᵀ⟩`` for every pair: the one full pass per iteration) and the
+    duality gap ``λ_max(∇f_μ) − wᵀq``."""
     f_mu, w = _smoothed_min(q, mu)
-    keep = np.flatnonzero(w > weight_threshold * w.max())
-    Y = buffer[:len(keep)]
-    np.take(Z, keep, axis=0, out=Y)
-    Y *= np.sqrt(w[keep].astype(Y.dtype))[:, None]
-    v = top_eigenvector(Y, None, v0=v0)
-    # ⟨X̃_τ, v vᵀ⟩ for every pair: the one full pass per iteration (in Z's precision)
-    p = (Z @ v.astype(Z.dtype)).astype(np.float64) ** 2
-    return f_mu, v, p, float(w[keep] @ p[keep] - w @ q)
+    v, p, lam = vertex(w)
+    return f_mu, v, p, lam - float(w @ q)
 
 
 def check_frank_wolfe_params(est) -> None:
@@ -239,7 +235,18 @@ def _assemble_iterate(V: np.ndarray, alphas: np.ndarray, d: int) -> np.ndarray:
 
 def _smoothed_min(q: np.ndarray, mu: float) -> tuple[float, np.ndarray]:
     """``f_μ = −μ ln Σ exp(−q/μ)`` and its gradient weights ``softmax(−q/μ)`` (§3.1), stably."""
+    w = np.empty(len(q))
+    return _smoothed_min_into(q, mu, w), w
+
+
+@njit(**JIT_OPTIONS)
+def _smoothed_min_into(q, mu, w):
+    """Compiled :func:`_smoothed_min`: the weights into ``w``, ``f_μ`` returned (two passes)."""
     q_min = q.min()
-    e = np.exp((q_min - q) / mu)
-    total = e.sum()
-    return q_min - mu * np.log(total), e / total
+    total = 0.0
+    for i in range(q.shape[0]):
+        w[i] = np.exp((q_min - q[i]) / mu)
+        total += w[i]
+    for i in range(q.shape[0]):
+        w[i] /= total
+    return q_min - mu * np.log(total)

@@ -22,8 +22,8 @@ whitened differences ``a_τ = L⁻¹(x_i − x_k)``, ``b_τ = L⁻¹(x_i − x_j
 The loop is Table 2 on the entropy-smoothed ``f_μ(S, ξ) = −μ ln Σ_τ exp(−(⟨C̃_τ, S⟩ + ξ_τ)/μ)``
 (§3.2), whose gradient is ``(Σ_τ w_τ C̃_τ, w)`` with ``w = softmax(−(⟨C̃_τ, S⟩ + ξ_τ)/μ)``. The
 Frank-Wolfe vertex solves the linear programme Eq. (24): with v the top eigenvector of
-``Σ_τ w_τ C̃_τ = Aᵀ diag(w) A − Bᵀ diag(w) B`` (one ``top_eigenvector`` call on the stacked
-difference rows with signed weights) and ``τ* = argmax w``, it is ``(v vᵀ/γ, 0)`` when
+``Σ_τ w_τ C̃_τ = Aᵀ diag(w) A − Bᵀ diag(w) B`` (one :class:`linalg.GramTopEigenvector` call on
+the distinct difference rows with signed weights) and ``τ* = argmax w``, it is ``(v vᵀ/γ, 0)`` when
 ``λ_max/γ ≥ w_{τ*}/(1 − γ)``, otherwise ``(0, e_{τ*}/(1 − γ))``; the step is ``α_t = 2/(t + 1)``.
 No d×d matrix is built per triplet and S is never formed inside the loop: the margins
 ``⟨C̃_τ, S⟩`` are updated from ``(a_τᵀv)² − (b_τᵀv)²``, one pass over the distinct difference rows
@@ -38,11 +38,12 @@ import warnings
 
 import numpy as np
 import scipy.linalg
+from numba import njit
 from sklearn.exceptions import ConvergenceWarning
 
 from .base import MetricLearner
-from .dml_eig import _assemble_iterate, _smoothed_min, check_frank_wolfe_params, whiten
-from .linalg import components_from_psd, top_eigenvector, triplet_pairs
+from .dml_eig import _assemble_iterate, _smoothed_min_into, check_frank_wolfe_params, whiten
+from .linalg import JIT_OPTIONS, GramTopEigenvector, components_from_psd, triplet_pairs
 
 
 class LMNNEig(MetricLearner):
@@ -91,8 +92,7 @@ class LMNNEig(MetricLearner):
         (1 split; 3.52 with γ = 0.1, 36.6 with γ = 0.9: γ matters, tune it). Hence ``"none"``.
     weight_threshold : float, default=1e-12
         Difference rows whose aggregated weight |Σ_τ ±w_τ| is below ``weight_threshold`` times
-        the largest are left out of the eigenvector computation (as DML-eig), when that drops at
-        least half of the rows (otherwise all rows are used, with their exact weights).
+        the largest are left out of the eigenvector computation (as DML-eig).
     init : {"identity"}, default="identity"
         ``S_1 = I/d`` and ``ξ_1 = 1/T``: Table 2's initialisation (``Tr(S_1) = 1``, ``ξ_1 ≥ 0``)
         that also satisfies the constraint of (16), which forces ``Σ ξ_1 = 1`` once ``Tr S_1 = 1``.
@@ -179,29 +179,28 @@ class LMNNEig(MetricLearner):
         vecs, alphas = [], []  # S-vertex v/√γ, or 0 for a ξ-vertex (see _assemble_iterate)
         trace = {k: [] for k in ("objective", "min_value", "gap", "slack_step", "time")}
 
-        def vertex(v0):
-            """At the current (S, ξ): f_μ, the vertex of (24) (v, p, τ*, ξ-vertex?), the gap."""
-            value = margin + c2 * xi
-            f_mu, w = _smoothed_min(value, mu)
-            # aggregated signed weight of each distinct row: Σ_τ w_τ C̃_τ = Rᵀ diag(row_w) R
-            row_w = np.bincount(ia, w, minlength=n_rows) - np.bincount(ib, w, minlength=n_rows)
-            keep = np.abs(row_w) >= self.weight_threshold * np.abs(row_w).max()
-            # subset only when it pays for the copy; the rows left in have their exact weights
-            R, rw = (rows[keep], row_w[keep]) if 2 * keep.sum() < n_rows else (rows, row_w)
-            v = top_eigenvector(R, rw, v0=v0)
-            p_rows = (rows @ v) ** 2  # the one full pass per iteration
-            p = p_rows[ia] - p_rows[ib]  # c²⟨C̃_τ, v vᵀ⟩
-            tau = int(np.argmax(w))
-            slack_step, vertex_value = _lp_vertex(float(w @ p), c2 * w[tau], gamma)
-            return f_mu, v, p, tau, slack_step, vertex_value - float(w @ value)
+        top = GramTopEigenvector(rows, self.weight_threshold)
 
-        v, converged, f_prev = None, False, np.inf
+        row_w = np.empty(n_rows)
+
+        def vertex():
+            """At the current (S, ξ): f_μ, the vertex of (24) (v, p, τ*, ξ-vertex?), the gap and
+            the smallest value ``min_τ (m_τ + c² ξ_τ)``."""
+            # row_w: aggregated signed weight of each distinct row, Σ_τ w_τ C̃_τ = Rᵀ diag(row_w) R
+            f_mu, w, value = _triplet_weights(margin, xi, c2, mu, ia, ib, row_w)
+            v, p_rows, _ = top(row_w)  # p_rows: the one full pass per iteration
+            p, lam = _triplet_projections(p_rows, ia, ib, w)  # p_τ = c²⟨C̃_τ, v vᵀ⟩, λ = wᵀp
+            tau = int(np.argmax(w))
+            slack_step, vertex_value = _lp_vertex(lam, c2 * w[tau], gamma)
+            return f_mu, v, p, tau, slack_step, vertex_value - float(w @ value), value.min()
+
+        converged, f_prev = False, np.inf
         for t in range(1, self.max_iter + 1):
-            f_mu, v, p, tau, slack_step, gap = vertex(v)
+            f_mu, v, p, tau, slack_step, gap, min_value = vertex()
             if self.stopping == "objective" and abs(f_mu - f_prev) < self.tol:
                 converged = True
                 break
-            for key, val in zip(trace, (f_mu, (margin + c2 * xi).min(), gap, slack_step,
+            for key, val in zip(trace, (f_mu, min_value, gap, slack_step,
                                         time.perf_counter() - start)):
                 trace[key].append(val)
             if self.stopping == "gap" and gap <= self.tol * abs(f_mu):
@@ -221,7 +220,7 @@ class LMNNEig(MetricLearner):
         if not converged:
             warnings.warn(f"LMNN-eig did not converge in {self.max_iter} iterations "
                           f"(last duality gap {trace['gap'][-1]:.3g})", ConvergenceWarning)
-            f_mu, *_, gap = vertex(v)  # at the returned iterate
+            f_mu, *_, gap, _ = vertex()  # at the returned iterate
         S = _assemble_iterate(np.array(vecs).reshape(-1, d), np.array(alphas), d)
         L_inv = scipy.linalg.solve_triangular(L, np.eye(d), lower=True)
         self.components_ = components_from_psd(S, right=L_inv)
@@ -244,3 +243,29 @@ def _lp_vertex(lam_max: float, beta_max: float, gamma: float) -> tuple[bool, flo
     """
     s_value, xi_value = lam_max / gamma, beta_max / (1 - gamma)
     return bool(s_value < xi_value), max(s_value, xi_value)
+
+
+@njit(**JIT_OPTIONS)
+def _triplet_weights(margin, xi, c2, mu, ia, ib, row_w):
+    """At the triplet values ``h = m + c² ξ``: ``f_μ(h)``, the softmax weights ``w`` and ``h``
+    (returned), and each distinct row's aggregated weight ``Σ_{τ: a_τ = r} w_τ − Σ_{τ: b_τ = r} w_τ``
+    (into ``row_w``): the gradient ``Σ_τ w_τ C̃_τ = Rᵀ diag(row_w) R``. One compiled call."""
+    value = margin + c2 * xi
+    w = np.empty(value.shape[0])
+    f_mu = _smoothed_min_into(value, mu, w)
+    row_w[:] = 0.0
+    for t in range(w.shape[0]):
+        row_w[ia[t]] += w[t]
+        row_w[ib[t]] -= w[t]
+    return f_mu, w, value
+
+
+@njit(**JIT_OPTIONS)
+def _triplet_projections(p_rows, ia, ib, w):
+    """``p_τ = p_rows[a_τ] − p_rows[b_τ]`` (``c²⟨C̃_τ, v vᵀ⟩``) and ``wᵀp``."""
+    p = np.empty(ia.shape[0])
+    total = 0.0
+    for t in range(ia.shape[0]):
+        p[t] = p_rows[ia[t]] - p_rows[ib[t]]
+        total += w[t] * p[t]
+    return p, total
