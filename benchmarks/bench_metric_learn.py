@@ -8,6 +8,8 @@ z-scored on the training part, with one BLAS thread and each library's default p
 target/impostor constraints they consume, and :func:`~dml_bench.tasks.fit_task_solver`);
 metric-learn's supervised classes (``LMNN``, ``ITML_Supervised``, ``MMC_Supervised``, ``NCA``,
 ``RCA_Supervised``, ``random_state`` = the split's seed) draw their own constraints from the labels.
+``VARIANTS`` add rows of our solver with another stopping rule (ITML with metric-learn's),
+compared with the same metric-learn fits.
 The error of both is the 3-NN error (:func:`dml_bench.evaluate.knn_predict`) on the transformed
 points, computed here; McNemar's exact test (``bench_float32.mcnemar_p``) compares the two on the
 test points of all splits pooled, so "equal error" is a statement with a p-value.
@@ -20,6 +22,7 @@ environment cannot be built, only our side is written. Output: ``metric_learn.cs
 fit) and ``metric_learn.md`` (means per dataset and method) in ``--out``.
 
     python benchmarks/bench_metric_learn.py [--splits 3] [--quick] [--no-metric-learn] [--out DIR]
+        [--methods METHOD ...]   # refit only these, keeping the other rows of metric_learn.csv
 """
 
 from __future__ import annotations
@@ -47,6 +50,12 @@ from dml_bench.tasks import Task, fit_task_solver, prepare_split
 METHODS = {"LMNN": ("lmnn", "LMNN"), "ITML": ("itml", "ITML_Supervised"),
            "MMC": ("xing", "MMC_Supervised"), "NCA": ("nca", "NCA"),
            "RCA": ("rca", "RCA_Supervised")}
+#: our solver with another stopping rule, compared with the metric-learn fits of a method: ITML
+#: with metric-learn's own rule (``ITML_Supervised``: ``convergence_threshold=1e-3``,
+#: ``max_iter=1000`` sweeps) instead of our default, the authors' cap of 10⁵ projections (14
+#: sweeps over digits' 7 572 pairs)
+VARIANTS = {"ITML, metric-learn's stopping rule": (
+    "ITML", {"tol": 1e-3, "max_iter": 1000, "max_proj": 10 ** 12})}
 DATASETS = ("wine", "breast_cancer", "digits")
 PINS = ("metric-learn==0.7.0", "scikit-learn==1.5.2", "numpy==1.26.4", "scipy==1.13.1")
 VENV_ENV = "DMLBENCH_METRIC_LEARN_VENV"
@@ -80,18 +89,31 @@ def metric_learn_python(venv: Path) -> Path:
     return python
 
 
-def task(dataset: str, split: int, solver: str) -> Task:
+def task(dataset: str, split: int, solver: str, params: dict | None = None) -> Task:
     """The runner's task of our ``solver`` on one split: zscore, knn_triplets k = 3, 3-NN."""
     return Task("bench_metric_learn", DatasetEntry(dataset, dataset, Preprocessing("zscore")),
-                split, SolverEntry(solver, solver), 0, 0.7, True, "knn_triplets", (("k", 3),), 3,
-                "nearest", None, None)
+                split, SolverEntry(solver, solver, params or {}), 0, 0.7, True, "knn_triplets",
+                (("k", 3),), 3, "nearest", None, None)
 
 
-def our_rows(dataset: str, split: int) -> list[dict]:
-    """One row per method for our solvers on the split."""
+def our_solvers(methods) -> dict[str, tuple[str, dict]]:
+    """``method → (our solver, its parameters)`` for the methods and variants in ``methods``."""
+    ours = {method: (solver, {}) for method, (solver, _) in METHODS.items()}
+    ours.update({variant: (METHODS[base][0], params)
+                 for variant, (base, params) in VARIANTS.items()})
+    return {method: ours[method] for method in methods}
+
+
+def base_method(method: str) -> str:
+    """The method whose metric-learn fits a variant is compared with (a method: itself)."""
+    return VARIANTS[method][0] if method in VARIANTS else method
+
+
+def our_rows(dataset: str, split: int, methods=(*METHODS, *VARIANTS)) -> list[dict]:
+    """One row per method (and variant) for our solvers on the split."""
     rows = []
-    for method, (solver, _) in METHODS.items():
-        t = task(dataset, split, solver)
+    for method, (solver, params) in our_solvers(methods).items():
+        t = task(dataset, split, solver, params)
         X_train, y_train, X_test, y_test, constraints, _, seed = prepare_split(t)
         model, wall, cpu = fit_task_solver(t, X_train, y_train, constraints)
         correct = knn_predict(model.transform(X_train), y_train, model.transform(X_test)) == y_test
@@ -105,8 +127,10 @@ def our_rows(dataset: str, split: int) -> list[dict]:
     return rows
 
 
-def metric_learn_rows(python: Path, dataset: str, n_splits: int) -> list[dict]:
-    """One row per method and split for metric-learn, fitted by the worker in ``python``."""
+def metric_learn_rows(python: Path, dataset: str, n_splits: int, methods=tuple(METHODS)
+                      ) -> list[dict]:
+    """One row per method (of ``methods``) and split for metric-learn, fitted by the worker in
+    ``python``."""
     # the split, its preprocessing and constraints do not depend on the task's solver
     parts = {split: prepare_split(task(dataset, split, "euclidean")) for split in range(n_splits)}
     with tempfile.TemporaryDirectory() as tmp:
@@ -115,7 +139,7 @@ def metric_learn_rows(python: Path, dataset: str, n_splits: int) -> list[dict]:
                                   for key, array in zip(("X_train", "y_train", "X_test", "y_test"),
                                                         part[:4])})
         Path(f"{job}.json").write_text(json.dumps({
-            "classes": [cls for _, cls in METHODS.values()],
+            "classes": [METHODS[method][1] for method in methods],
             "seeds": {str(split): part[-1] for split, part in parts.items()}}))
         done = subprocess.run([str(python), str(WORKER), str(job), str(out)], capture_output=True,
                               text=True, env={**os.environ, **ONE_THREAD})
@@ -154,7 +178,9 @@ def _bits(correct: np.ndarray) -> str:
 def paired_p(runs: pd.DataFrame, dataset: str, method: str) -> float:
     """McNemar's exact p-value of ours against metric-learn on the test points of every split
     both classified (the errors are equal unless p is small), nan without such a split."""
-    fits = runs[(runs["dataset"] == dataset) & (runs["method"] == method)].dropna(
+    ours = (runs["implementation"] == "dml_bench") & (runs["method"] == method)
+    theirs = (runs["implementation"] == "metric-learn") & (runs["method"] == base_method(method))
+    fits = runs[(runs["dataset"] == dataset) & (ours | theirs)].dropna(
         subset=["correct"]).pivot(index="split", columns="implementation", values="correct")
     fits = fits.dropna()
     if fits.empty or len(fits.columns) < 2:
@@ -173,8 +199,8 @@ def summary_markdown(runs: pd.DataFrame) -> str:
              "time ratio (metric-learn / ours) | ours error (%) | metric-learn error (%) | "
              "McNemar p |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for dataset, method in runs[keys].drop_duplicates().itertuples(index=False):
-        ours, theirs = (mean.reindex([(dataset, method, impl)]).iloc[0]
-                        for impl in ("dml_bench", "metric-learn"))
+        ours, theirs = (mean.reindex([(dataset, name, impl)]).iloc[0] for name, impl in (
+            (method, "dml_bench"), (base_method(method), "metric-learn")))
         cells = [f"{ours.fit_time:.3f}", f"{theirs.fit_time:.3f}",
                  f"{theirs.fit_time / ours.fit_time:.1f}", f"{100 * ours.error:.2f}",
                  f"{100 * theirs.error:.2f}", f"{paired_p(runs, dataset, method):.2g}"]
@@ -192,6 +218,9 @@ def main(argv=None) -> None:
     ap.add_argument("--splits", type=int, default=3)
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
     ap.add_argument("--quick", action="store_true", help="wine only, one split")
+    ap.add_argument("--methods", nargs="+", choices=[*METHODS, *VARIANTS],
+                    help="fit only these (metric-learn: the methods among them) and replace "
+                         "their rows in --out's metric_learn.csv, keeping the others")
     ap.add_argument("--no-metric-learn", action="store_true", help="our side only, no venv")
     ap.add_argument("--venv", type=Path, default=Path(os.environ.get(VENV_ENV, DEFAULT_VENV)))
     ap.add_argument("--out", type=Path, help="default results/bench (results/bench_quick)")
@@ -205,15 +234,23 @@ def main(argv=None) -> None:
             python = metric_learn_python(args.venv)
         except Unavailable as exc:
             print(f"metric-learn skipped: cannot build {args.venv}: {exc}", flush=True)
+    methods = args.methods or [*METHODS, *VARIANTS]
+    theirs = [method for method in methods if method in METHODS]
     rows = []
     with threadpool_limits(1):
         for dataset in datasets:
             for split in range(n_splits):
-                rows += our_rows(dataset, split)
-            if python:
-                rows += metric_learn_rows(python, dataset, n_splits)
+                rows += our_rows(dataset, split, methods)
+            if python and theirs:
+                rows += metric_learn_rows(python, dataset, n_splits, theirs)
             print(f"{dataset}: {sum(r['dataset'] == dataset for r in rows)} fits", flush=True)
     runs = pd.DataFrame(rows, columns=COLUMNS)
+    if args.methods and (out / "metric_learn.csv").is_file():
+        kept = pd.read_csv(out / "metric_learn.csv", dtype={"correct": str})
+        refitted = kept["dataset"].isin(datasets) & (
+            kept["method"].isin(methods) & (kept["implementation"] == "dml_bench")
+            | kept["method"].isin(theirs if python else []))
+        runs = pd.concat([kept[~refitted], runs], ignore_index=True)[COLUMNS]
     out.mkdir(parents=True, exist_ok=True)
     runs.to_csv(out / "metric_learn.csv", index=False)
     (out / "metric_learn.md").write_text(summary_markdown(runs))

@@ -18,12 +18,28 @@ def test_quick_run_of_our_side(benchmark_script, tmp_path, monkeypatch):
     assert not (tmp_path / "venv").exists()
     runs = pd.read_csv(tmp_path / "metric_learn.csv")
     assert list(runs.columns) == bench.COLUMNS
-    assert set(runs.method) == set(bench.METHODS) and len(runs) == len(bench.METHODS)
+    methods = [*bench.METHODS, *bench.VARIANTS]
+    assert set(runs.method) == set(methods) and len(runs) == len(methods)
     assert set(runs.dataset) == {"wine"} and set(runs.implementation) == {"dml_bench"}
     assert runs.error.between(0, 1).all() and (runs.fit_time > 0).all()
     assert (runs.n_train == 126).all() and (runs.n_test == 52).all()
     table = (tmp_path / "metric_learn.md").read_text().splitlines()
-    assert len(table) == 2 + len(bench.METHODS) and table[2].startswith("| wine | LMNN | 1 |")
+    assert len(table) == 2 + len(methods) and table[2].startswith("| wine | LMNN | 1 |")
+    # the variant is ITML with metric-learn's stopping rule: at most 1000 sweeps
+    variant = runs[runs.method == "ITML, metric-learn's stopping rule"].iloc[0]
+    assert variant.estimator == "itml" and variant.n_iter <= 1000
+
+
+def test_methods_refits_only_those_and_keeps_the_other_rows(benchmark_script, tmp_path):
+    bench = benchmark_script("bench_metric_learn")
+    bench.main(["--quick", "--no-metric-learn", "--out", str(tmp_path)])
+    before = pd.read_csv(tmp_path / "metric_learn.csv", dtype={"correct": str})
+    bench.main(["--quick", "--no-metric-learn", "--out", str(tmp_path), "--methods", "RCA"])
+    after = pd.read_csv(tmp_path / "metric_learn.csv", dtype={"correct": str})
+    assert len(after) == len(before) and set(after.method) == set(before.method)
+    others = before.method != "RCA"
+    pd.testing.assert_frame_equal(after[after.method != "RCA"].reset_index(drop=True),
+                                  before[others].reset_index(drop=True))
 
 
 def test_both_sides_get_the_documented_split(benchmark_script):
@@ -51,3 +67,10 @@ def test_paired_p_pools_the_splits_both_implementations_classified(benchmark_scr
     assert bench.paired_p(runs, "wine", "LMNN") == pytest.approx(
         binomtest(only_ours, only_ours + only_theirs, 0.5).pvalue)
     assert np.isnan(bench.paired_p(runs, "wine", "ITML"))
+    # a variant's rows are paired with the metric-learn fits of its base method
+    variant = "ITML, metric-learn's stopping rule"
+    runs = pd.DataFrame([{"dataset": "wine", "method": method, "implementation": impl,
+                          "split": 0, "correct": bits} for method, impl, bits in (
+        (variant, "dml_bench", "1111"), ("ITML", "dml_bench", "0000"),
+        ("ITML", "metric-learn", "0001"))])
+    assert bench.paired_p(runs, "wine", variant) == pytest.approx(binomtest(3, 3, 0.5).pvalue)
