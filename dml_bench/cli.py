@@ -289,8 +289,13 @@ def reproduce(obj, targets, all_targets, quick, precise, check_baseline, n_jobs,
               help="Run only this method (repeatable), likewise.")
 @click.option("-j", "--n-jobs", type=int, help="Parallel tasks within a cell.")
 @click.option("--backend", type=click.Choice(["loky", "dask", "sequential"]),
-              help="joblib backend (overrides execution.backend).")
-@click.option("--scheduler", help="dask scheduler address (with --backend dask).")
+              help="joblib backend (overrides execution.backend). dask without --scheduler: a "
+                   "loopback-only LocalCluster of -j single-threaded workers (with -j 1, joblib "
+                   "runs the tasks in the cell's process itself).")
+@click.option("--scheduler", metavar="ADDR",
+              help="dask scheduler address, e.g. tcp://host:8786 (needs --backend dask or "
+                   "execution.backend: dask); the cluster runs as many tasks at once as its "
+                   "workers have threads, whatever -j says.")
 @click.option("--budget", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
               help="Per-fit wall-clock budget (overrides leaderboard.fit_budget_seconds).")
 @click.option("--stats-only", is_flag=True, help="Only write the statistics of what has run.")
@@ -315,6 +320,9 @@ def leaderboard(obj, quick, config_path, datasets, solvers, n_jobs, backend, sch
                     experiment=replace(board.experiment, **{k: v for k, v in (
                         ("n_jobs", n_jobs), ("backend", backend), ("scheduler", scheduler))
                         if v is not None}))
+    if scheduler and board.experiment.backend != "dask":
+        _fail(f"--scheduler {scheduler} needs --backend dask (the board's backend is "
+              f"{board.experiment.backend})")
     if not stats_only:
         s = run_board(board, results_dir, mirror=obj["mirror"], cache_dir=obj["cache_dir"],
                       datasets=datasets, solvers=solvers, echo=lambda m: click.echo(m, err=True))
@@ -373,12 +381,29 @@ def validate(config):
 @main.command()
 @click.pass_obj
 def datasets(obj):
-    """List known datasets, their size, the papers using them and where they would load from."""
-    from .datasets import DATASETS, dataset_status
+    """List known datasets, their size, the papers using them and where they would load from.
 
-    rows = [(name, f"{s.n_samples}×{s.n_features}", str(s.n_classes), ", ".join(s.papers),
-             dataset_status(name, mirror=obj["mirror"], cache_dir=obj["cache_dir"]))
-            for name, s in DATASETS.items()]
+    Installed plug-ins (entry points of group dml_bench.datasets) follow, marked `plug-in` with
+    their source; a plug-in function is not called here (it may download its data), so its size
+    shows as `?` until a config names it. A plug-in that cannot be used shows why.
+    """
+    from .datasets import DATASETS, DatasetSpec, dataset_status
+
+    def row(name, s, where):
+        return (name, f"{s.n_samples}×{s.n_features}", str(s.n_classes), ", ".join(s.papers),
+                where or dataset_status(name, mirror=obj["mirror"], cache_dir=obj["cache_dir"]))
+
+    rows = [row(name, s, None) for name, s in DATASETS.items()]
+    for plugin in DATASETS.plugins(adapt_if=lambda o: not callable(o)):
+        where = f"plug-in {plugin.name} = {plugin.source}"
+        if plugin.problem:
+            rows.append((plugin.name, "?", "?", "", f"{where}: cannot be used: {plugin.problem}"))
+        elif isinstance(plugin.obj, DatasetSpec):
+            rows.append(row(plugin.name, plugin.obj, f"{where}: "
+                            + dataset_status(plugin.name, mirror=obj["mirror"],
+                                             cache_dir=obj["cache_dir"])))
+        else:
+            rows.append((plugin.name, "?", "?", "", f"{where}: called when a config names it"))
     _print_table(("name", "n×d", "classes", "papers", "availability"), rows)
 
 
@@ -401,16 +426,30 @@ def fetch(obj, names):
 
 @main.command()
 def solvers():
-    """List solvers, the constraints they consume and their parameters with defaults."""
+    """List solvers, the constraints they consume and their parameters with defaults.
+
+    Installed plug-ins (entry points of group dml_bench.solvers) follow, marked `plug-in` with
+    their source (module:object and distribution); one that cannot be used shows why, in one
+    line. Planned, not yet implemented methods come last.
+    """
     from .solvers import PLANNED, SOLVERS
 
-    for name, cls in SOLVERS.items():
+    def show(name, cls, origin=""):
         # signature of the class, not of cls.__init__: a solver without its own __init__ would
         # list object.__init__'s (*args, **kwargs)
         params = [f"{p.name}={p.default!r}" for p in inspect.signature(cls).parameters.values()]
-        summary = (cls.__doc__ or "").strip().splitlines()[0]
-        click.echo(f"{name} [{cls.constraint_kind}] — {summary}")
+        summary = (cls.__doc__ or "").strip().splitlines()[:1]
+        click.echo(f"{name} [{cls.constraint_kind}]{origin} — {''.join(summary)}")
         click.echo(f"    {', '.join(params) or '(no parameters)'}")
+
+    for name, cls in SOLVERS.items():
+        show(name, cls)
+    for plugin in SOLVERS.plugins():
+        origin = f" plug-in {plugin.name} = {plugin.source}"
+        if plugin.problem:
+            click.echo(f"{plugin.name}{origin} — cannot be used: {plugin.problem}")
+        else:
+            show(plugin.name, plugin.obj, origin)
     for name, reason in PLANNED.items():
         click.echo(f"{name} — {reason}")
 

@@ -17,12 +17,16 @@ from dataclasses import dataclass
 
 from joblib import Parallel, delayed, parallel_config
 
-from .errors import RunRefused
-from .registry import UnknownNameError
+from .errors import DMLBenchError, RunRefused
+from .registry import UnknownNameError, describe
 from .results import RunStore, TaskClaims
 
 
 BLAS_THREADS = 1
+
+
+class SchedulerUnreachable(DMLBenchError):
+    """``backend: dask`` with a ``scheduler`` address that cannot be connected to."""
 
 
 @dataclass
@@ -205,7 +209,12 @@ def _dask_client(scheduler: str | None, n_jobs: int):
     except ImportError:
         raise RuntimeError("backend 'dask' needs dask.distributed: pip install 'dml-bench[dask]'") from None
     if scheduler:
-        with Client(scheduler) as client:
+        try:
+            client = Client(scheduler)
+        except OSError as exc:  # refused, timed out, unknown host
+            raise SchedulerUnreachable(f"cannot connect to the dask scheduler {scheduler}: "
+                                       f"{describe(exc)}") from None
+        with client:
             yield client
         return
     n_workers = n_jobs if n_jobs > 0 else os.cpu_count()

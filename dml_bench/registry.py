@@ -18,6 +18,8 @@ Plug-ins are checked and adapted before use by the registry's ``adapt`` function
 fit, or a module that does not import, is a :class:`PluginError` with a one-line message naming
 the entry point or the module. An unknown name raises :class:`UnknownNameError`, whose
 message lists the valid names (entry points included) and the closest match.
+:meth:`Registry.plugins` lists the installed entry points, each loaded or with the one-line
+reason it cannot be used (``dmlbench solvers`` / ``dmlbench datasets``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import importlib
 import inspect
 import re
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
@@ -142,21 +145,87 @@ class Registry(Mapping):
             return self._sources[scheme](name.partition(":")[2])
         entry_points = self.entry_points()
         if name in entry_points:
-            eps = entry_points[name]
-            origins = [f"{ep.value} ({_distribution(ep)})" for ep in eps]
-            if len({ep.value for ep in eps}) > 1:
-                raise PluginError(f"{what}: entry point of group {self.group} is "
-                                  f"declared more than once: {'; '.join(origins)}; uninstall one")
-            what = f"{what} (entry point {name} = {origins[0]} of group {self.group})"
-            try:
-                obj = eps[0].load()
-            except Exception as exc:  # noqa: BLE001 - any import failure is the plug-in's fault
-                raise PluginError(f"{what}: cannot load it: {describe(exc)}") from exc
+            obj, what = self._load_entry_point(name, entry_points[name])
         elif self._is_reference(name):
             obj = import_reference(name, what)
         else:
             raise UnknownNameError(self.kind, name, list(self._items) + list(entry_points))
         return obj if self.adapt is None else self.adapt(name, obj, what)
+
+    def _load_entry_point(self, name: str, eps: list[metadata.EntryPoint]) -> tuple[Any, str]:
+        """The object entry point ``name`` (declared by ``eps``) loads, and how messages name
+        it; a :class:`PluginError` when it is declared twice or does not load."""
+        origins = [f"{ep.value} ({_distribution(ep)})" for ep in eps]
+        if len({ep.value for ep in eps}) > 1:
+            raise PluginError(f"{self.kind} {name!r}: entry point of group {self.group} is "
+                              f"declared more than once: {'; '.join(origins)}; uninstall one")
+        what = self._entry_point_what(name, eps[0])
+        try:
+            return eps[0].load(), what
+        except Exception as exc:  # noqa: BLE001 - any import failure is the plug-in's fault
+            raise PluginError(f"{what}: cannot load it: {describe(exc)}") from exc
+
+    def _entry_point_what(self, name: str, ep: metadata.EntryPoint) -> str:
+        return (f"{self.kind} {name!r} (entry point {name} = {ep.value} ({_distribution(ep)}) "
+                f"of group {self.group})")
+
+    def plugins(self, adapt_if: Callable[[Any], bool] = lambda obj: True) -> list[Plugin]:
+        """The installed entry points of the registry's group, by name, as ``dmlbench solvers``
+        / ``dmlbench datasets`` list them: each loaded and, when ``adapt_if(obj)``, checked and
+        adapted as a lookup would (and then cached like one). One that cannot be used (does not
+        import, is declared twice, is not what the registry holds, or is hidden by a built-in of
+        the same name) carries its one-line reason instead of raising.
+
+        Parameters
+        ----------
+        adapt_if : callable
+            Whether to adapt a loaded object now; the datasets pass ``not callable(obj)``, as
+            adapting a dataset function calls it (it may download its data).
+        """
+        listed = []
+        for name, eps in sorted(self.entry_points().items()):
+            source = "; ".join(f"{ep.value} ({_distribution(ep)})" for ep in eps)
+            if name in self._items:
+                listed.append(Plugin(name, source, problem=f"not used: the built-in {self.kind} "
+                                                           f"{name!r} has this name"))
+                continue
+            try:
+                obj = self._plugins.get(name)
+                if obj is None:
+                    obj, what = self._load_entry_point(name, eps)
+                    if self.adapt is not None and adapt_if(obj):
+                        obj = self._plugins[name] = self.adapt(name, obj, what)
+            except DMLBenchError as exc:  # the message without the name, which the list shows
+                problem = str(exc)
+                for what in (self._entry_point_what(name, eps[0]), f"{self.kind} {name!r}"):
+                    problem = problem.removeprefix(f"{what}: ")
+                listed.append(Plugin(name, source, problem=problem))
+            else:
+                listed.append(Plugin(name, source, obj))
+        return listed
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """An installed entry point as listed by :meth:`Registry.plugins`.
+
+    Attributes
+    ----------
+    name : str
+        The entry point's name, which configs use.
+    source : str
+        ``module:object (from distribution version)``; several, ``;``-separated, when declared
+        more than once.
+    obj : object or None
+        The loaded object (adapted when it was), None when it cannot be used.
+    problem : str or None
+        Why it cannot be used, in one line (None when it can).
+    """
+
+    name: str
+    source: str
+    obj: Any = None
+    problem: str | None = None
 
 
 def import_reference(reference: str, what: str | None = None) -> Any:

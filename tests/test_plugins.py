@@ -85,6 +85,7 @@ broken_solver = dmlb_no_such_module:Thing
 demo_iris = {MODULE}:iris
 not_a_dataset = {MODULE}:not_a_dataset
 failing_dataset = {MODULE}:failing_dataset
+broken_dataset = dmlb_no_such_module:data
 """
 
 
@@ -378,3 +379,70 @@ def test_an_entry_point_declared_twice_is_refused(plugins):
         SOLVERS["inverse_std"]
     assert "dmlb_other:Other (from dmlb_other_plugin 1.0)" in str(info.value)
     assert f"{MODULE}:InverseStd (from {MODULE} 0.1)" in str(info.value)
+
+
+# --------------------------------------------------------------------------- listings
+
+
+def test_solvers_lists_the_plugins_with_their_source(plugins):
+    """`dmlbench solvers`: the built-ins, then each entry point marked as a plug-in with its
+    source; one that cannot be used is one line with the reason (no traceback)."""
+    other = plugins / "dmlb_other_plugin-1.0.dist-info"
+    other.mkdir()
+    (other / "METADATA").write_text("Metadata-Version: 2.1\nName: dmlb_other_plugin\nVersion: 1.0\n")
+    (other / "entry_points.txt").write_text("[dml_bench.solvers]\nlmnn = dmlb_other:Lmnn\n"
+                                            "inverse_std = dmlb_other:Other\n")
+    result = invoke("solvers")
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    lines = result.stdout.splitlines()
+    heads = [line.split(" ")[0] for line in lines if not line.startswith(" ")]
+    assert heads[:len(SOLVERS)] == list(SOLVERS)  # the built-ins first, as before
+    dist = f"(from {MODULE} 0.1)"
+    plugin_lines = [line for line in lines if " plug-in " in line]
+    assert plugin_lines == [
+        f"broken_solver plug-in broken_solver = dmlb_no_such_module:Thing {dist} — cannot be "
+        "used: cannot load it: ModuleNotFoundError: No module named 'dmlb_no_such_module'",
+        f"inverse_std plug-in inverse_std = {MODULE}:InverseStd {dist}; dmlb_other:Other (from "
+        "dmlb_other_plugin 1.0) — cannot be used: entry point of group dml_bench.solvers is "
+        f"declared more than once: {MODULE}:InverseStd {dist}; dmlb_other:Other (from "
+        "dmlb_other_plugin 1.0); uninstall one",
+        "lmnn plug-in lmnn = dmlb_other:Lmnn (from dmlb_other_plugin 1.0) — cannot be used: not "
+        "used: the built-in solver 'lmnn' has this name",
+        f"not_a_solver plug-in not_a_solver = {MODULE}:NotASolver {dist} — cannot be used: "
+        f"{MODULE}.NotASolver is not a scikit-learn-style solver: has no get_params() method; "
+        "has no transform() method; its fit() takes no `constraints` argument; its "
+        "constraint_kind is 'quadruplets', not one of pairs, triplets, labels, none (see "
+        "dml_bench.solvers.base.MetricLearner)",
+    ]
+    assert SOLVERS["lmnn"].__module__.startswith("dml_bench.")  # the built-in still wins
+
+
+def test_a_usable_plugin_solver_is_listed_with_its_parameters(plugins):
+    result = invoke("solvers")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    at = lines.index(f"inverse_std [labels] plug-in inverse_std = {MODULE}:InverseStd (from "
+                     f"{MODULE} 0.1) — The diagonal metric 1 / std per feature: z-scoring "
+                     "learned from the training part.")
+    assert lines[at + 1] == "    floor=1e-12"
+
+
+def test_datasets_lists_the_plugins_without_calling_them(plugins):
+    """`dmlbench datasets`: plug-in functions are listed, not called (failing_dataset would
+    fail), and a plug-in whose module does not import is one line with the reason."""
+    result = invoke("datasets")
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    lines = result.stdout.splitlines()
+    assert [line.split(" ")[0] for line in lines[1:len(DATASETS) + 1]] == list(DATASETS)
+    rows = {line.split(" ")[0]: " ".join(line.split()[1:]) for line in lines[len(DATASETS) + 1:]}
+    assert rows == {
+        "broken_dataset": "? ? plug-in broken_dataset = dmlb_no_such_module:data (from "
+                          f"{MODULE} 0.1): cannot be used: cannot load it: ModuleNotFoundError: "
+                          "No module named 'dmlb_no_such_module'",
+        **{name: f"? ? plug-in {name} = {MODULE}:{function} (from {MODULE} 0.1): called when "
+                 "a config names it" for name, function in [("demo_iris", "iris"),
+                                                            ("failing_dataset", "failing_dataset"),
+                                                            ("not_a_dataset", "not_a_dataset")]},
+    }
