@@ -161,12 +161,19 @@ def cpu_model() -> str:
 # per-iteration work (the formulas of the module docstring)
 # ------------------------------------------------------------------------------------------
 
-def dml_eig_work(n_dissimilar: int, d: int) -> tuple[float, float]:
-    """``(flops, bytes)`` of one DML-eig iteration on ``n_dissimilar`` whitened pairs in ``d``."""
+def dml_eig_work(n: int, n_dissimilar: int, d: int) -> tuple[float, float]:
+    """``(flops, bytes)`` of one DML-eig iteration on ``n_dissimilar`` whitened pairs of ``n``
+    points in ``d``, with the gradient ``Σ_τ w_τ z̃_τ z̃_τᵀ`` formed the cheaper of two ways: one
+    ``syrk`` over the pairs' difference rows, or (``linalg.GramTopEigenvector`` with more than
+    twice as many pairs as points) ``X̄ᵀ L_w X̄`` with the pairs' Laplacian, an n×d×d GEMM."""
     eig = 4.0 / 3.0 * d ** 3 if d <= DENSE_EIGH_MAX_DIM else 2.0 * d ** 2
-    flops = n_dissimilar * d * (d + 1) + 2.0 * n_dissimilar * d + eig + 10.0 * n_dissimilar
-    nbytes = FLOAT * (2.0 * n_dissimilar * d + 5.0 * n_dissimilar)
-    return flops, nbytes
+    per_pair = eig + 10.0 * n_dissimilar  # softmax, q update, gap
+    rows = (n_dissimilar * d * (d + 1) + 2.0 * n_dissimilar * d + per_pair,
+            FLOAT * (2.0 * n_dissimilar * d + 5.0 * n_dissimilar))
+    nnz = n + 2 * n_dissimilar
+    laplacian = (2.0 * n * d ** 2 + 2.0 * nnz * d + 2.0 * n * d + per_pair,
+                 FLOAT * (3.0 * n * d + 2.0 * nnz + 5.0 * n_dissimilar))
+    return min(rows, laplacian) if n_dissimilar > 2 * n else rows
 
 
 def frobmetric_work(n: int, d: int, n_pairs: int, n_triplets: int, rank: int,
@@ -241,7 +248,7 @@ def measure_case(case: FloorCase, iters: int, gemm: float, bandwidth: float) -> 
     n_iter = int(model.n_iter_)
     if case.solver == "dml_eig":
         n_cons, rank = len(constraints.dissimilar), None
-        flops, nbytes = dml_eig_work(n_cons, d)
+        flops, nbytes = dml_eig_work(n, n_cons, d)
     elif case.solver == "frobmetric":
         n_cons = len(constraints.triplets)
         rank = int(np.sum(np.linalg.norm(model.components_, axis=1) > 0))

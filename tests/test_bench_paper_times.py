@@ -68,10 +68,17 @@ def test_unknown_table_is_a_one_line_error(bench, tmp_path):
 
 
 def test_floor_formulas_on_tiny_cases(floor):
-    # DML-eig, 10 pairs in d = 4 (dense eigh): SYRK 10·4·5, Z̃v 2·10·4, (4/3)·4³, 10·10
-    flops, nbytes = floor.dml_eig_work(10, 4)
+    # DML-eig, 10 pairs of 8 points in d = 4 (dense eigh): SYRK 10·4·5, Z̃v 2·10·4, (4/3)·4³,
+    # 10·10 (not more than twice as many pairs as points: no Laplacian)
+    flops, nbytes = floor.dml_eig_work(8, 10, 4)
     assert flops == pytest.approx(200 + 80 + 4 / 3 * 64 + 100)
     assert nbytes == 8 * (2 * 10 * 4 + 5 * 10)
+    # 30 pairs of 10 points in d = 70: X̄ᵀ(L X̄) 2·10·70² + 2·70·70, X̄v 2·10·70, Lanczos 2·70²,
+    # 10·30 -- cheaper than SYRK over the rows, 30·70·71 + 2·30·70 (+ the same 2·70² + 10·30)
+    flops, nbytes = floor.dml_eig_work(10, 30, 70)
+    assert flops == pytest.approx(98000 + 9800 + 1400 + 9800 + 300)
+    assert flops < 30 * 70 * 71 + 2 * 30 * 70 + 9800 + 300
+    assert nbytes == 8 * (3 * 10 * 70 + 2 * 70 + 5 * 30)
     # FrobMetric, n = 5, d = 2, 4 pairs, 6 triplets, rank 1, k = 10
     flops, nbytes = floor.frobmetric_work(5, 2, 4, 6, 1, 10)
     assert flops == 2 * 5 * 4 + 8 * 4 * 2 + 9 * 8 + 2 * 5 * 2 + 3 * 4 + 4 * 10 * 6

@@ -59,27 +59,31 @@ def test_leading_eigenvector_is_numpys_top_eigenvector(d):
 
 
 @pytest.mark.parametrize("d", [3, COMPILED_GRAM_MAX_DIM, COMPILED_GRAM_MAX_DIM + 1, 70])
+@pytest.mark.parametrize("n_points", [40, 100])  # 150 pairs: > 2n (Laplacian) and < 2n (rows)
 @pytest.mark.parametrize("signed", [False, True])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_gram_top_eigenvector_is_numpys_over_the_rows_kept(d, signed, dtype):
-    """Every branch (compiled below COMPILED_GRAM_MAX_DIM, BLAS + dense eigh up to 64, Lanczos
+def test_gram_top_eigenvector_is_numpys_over_the_pairs_kept(d, n_points, signed, dtype):
+    """Every branch (compiled below COMPILED_GRAM_MAX_DIM; above it the pair Laplacian with more
+    than twice as many pairs as points, else BLAS over the rows; dense eigh up to 64, Lanczos
     above), for several weight vectors in a row (warm starts): v is numpy's top eigenvector of
-    Σ_{r kept} w_r z_r z_rᵀ formed one outer product at a time, with the rows below the threshold
-    left out, p its squared projections and λ its eigenvalue."""
-    rng = np.random.default_rng(d)
-    Z = rng.normal(size=(150, d)).astype(dtype)
-    top = GramTopEigenvector(Z, threshold=1e-3)
+    Σ_{r kept} w_r z_r z_rᵀ formed one outer product at a time, with the pairs below the
+    threshold left out, p its squared projections and λ its eigenvalue."""
+    rng = np.random.default_rng(d + n_points)
+    X = rng.normal(size=(n_points, d)).astype(dtype)
+    pairs = rng.choice(n_points, size=(150, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    Z64 = X.astype(np.float64)[pairs[:, 0]] - X.astype(np.float64)[pairs[:, 1]]
+    top = GramTopEigenvector(X, pairs, threshold=1e-3)
     for call in range(3):
-        w = rng.exponential(size=150) * (rng.choice([-1, 1], 150) if signed else 1)
-        w[rng.choice(150, 40, replace=False)] *= 1e-6  # below 1e-3 of the largest: left out
+        w = rng.exponential(size=len(pairs)) * (rng.choice([-1, 1], len(pairs)) if signed else 1)
+        w[rng.choice(len(pairs), 40, replace=False)] *= 1e-6  # below 1e-3 of the largest
         if signed:
             w[np.argmax(np.abs(w))] = 50.0  # a clear top eigenvalue with signed weights
         kept = np.abs(w) >= 1e-3 * np.abs(w).max()
-        Z64 = Z.astype(np.float64)
         G = sum(wr * np.outer(z, z) for z, wr, k in zip(Z64, w, kept) if k)
         lam, V = np.linalg.eigh(G)
         v, p, value = top(w)
-        # the eigenvector's error is round-off over the eigen-gap (Davis-Kahan); float32 rows
+        # the eigenvector's error is round-off over the eigen-gap (Davis-Kahan); float32 points
         # perturb G by ~1e-7 relative
         gap = lam[-1] - lam[-2]
         eps = 1e-12 if dtype == np.float64 else 1e-6

@@ -27,7 +27,7 @@ from .base import MetricLearner
 from numba import njit
 
 from .linalg import (JIT_OPTIONS, GramTopEigenvector, components_from_psd, pair_differences,
-                     weighted_outer_sum)
+                     pair_sq_distances, weighted_outer_sum)
 
 STOPPING_RULES = ("gap", "objective")
 SCALINGS = ("unit_mean", "none")
@@ -123,14 +123,15 @@ class DMLEig(MetricLearner):
     def _fit(self, X, y, constraints):
         self._check_params()
         start = time.perf_counter()
-        L, Z, c2 = whiten(X, constraints.similar, constraints.dissimilar, self.ridge,
-                          self.ridge_mode, self.scale)
-        n_pairs, d = Z.shape
+        pairs = constraints.dissimilar
+        L, points, c2 = whiten(X, constraints.similar, pairs, self.ridge, self.ridge_mode,
+                               self.scale)
+        d = X.shape[1]
         mu = self.mu
-        q = np.einsum("ij,ij->i", Z, Z, dtype=np.float64) / d  # q_τ at S_1 = I/d
+        q = pair_sq_distances(points, pairs) / d  # q_τ = ‖z̃_τ‖²/d at S_1 = I/d
         vecs, alphas = [], []  # S_t = (1 − α_1)…(1 − α_{t−1}) I/d + Σ_j α_j Π_{i>j}(1 − α_i) v_j v_jᵀ
         trace = {k: [] for k in ("objective", "min_distance", "gap", "time")}
-        vertex = GramTopEigenvector(Z, self.weight_threshold)
+        vertex = GramTopEigenvector(points, pairs, self.weight_threshold)
         converged, f_prev = False, np.inf
         for t in range(1, self.max_iter + 1):
             f_mu, v, p, gap = _frank_wolfe_vertex(vertex, q, mu)
@@ -189,7 +190,8 @@ def check_frank_wolfe_params(est) -> None:
 
 
 def whiten(X, similar, pairs, ridge, ridge_mode, scale):
-    """Whitening of the remark after Theorem 1: ``X_S + δI = L Lᵀ`` and ``z̃_p = c L⁻¹(x_a − x_b)``.
+    """Whitening of the remark after Theorem 1: ``X_S + δI = L Lᵀ`` and the scaled whitened points
+    ``x̃_i = c L⁻¹x_i``, whose differences are ``z̃_p = c L⁻¹(x_a − x_b) = x̃_a − x̃_b``.
 
     Parameters
     ----------
@@ -204,9 +206,8 @@ def whiten(X, similar, pairs, ridge, ridge_mode, scale):
     Returns
     -------
     L : ndarray (d, d), lower triangular
-    Z : ndarray (n_pairs, d)
-        The scaled whitened differences, one row per pair, in ``X``'s precision (computed in
-        double precision).
+    points : ndarray (n, d)
+        The scaled whitened points ``x̃_i``, in ``X``'s precision (computed in double precision).
     c2 : float
     """
     dtype, X = X.dtype, X.astype(np.float64, copy=False)
@@ -219,9 +220,10 @@ def whiten(X, similar, pairs, ridge, ridge_mode, scale):
         raise ValueError(
             "X_S + ridge·I is singular: increase `ridge` (the similar pairs do not span the "
             "feature space)") from None
-    Z = scipy.linalg.solve_triangular(L, pair_differences(X, pairs).T, lower=True).T
-    c2 = d / np.einsum("ij,ij->", Z, Z) * len(Z) if scale == "unit_mean" else 1.0
-    return L, np.ascontiguousarray(Z * np.sqrt(c2), dtype=dtype), c2
+    points = scipy.linalg.solve_triangular(L, X.T, lower=True).T
+    c2 = (d * len(pairs) / pair_sq_distances(points, pairs).sum() if scale == "unit_mean"
+          else 1.0)
+    return L, np.ascontiguousarray(points * np.sqrt(c2), dtype=dtype), c2
 
 
 def _assemble_iterate(V: np.ndarray, alphas: np.ndarray, d: int) -> np.ndarray:

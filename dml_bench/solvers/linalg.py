@@ -25,7 +25,7 @@ JIT_OPTIONS = {"cache": True, "error_model": "numpy", "nogil": True}
 DENSE_EIGH_MAX_DIM = 64
 
 #: up to this dimension :class:`GramTopEigenvector` forms its d×d matrix in a compiled pass over
-#: the transposed rows: OpenBLAS's GEMM packs a narrow (n × d) operand at a loss there (pima's
+#: the transposed difference rows: OpenBLAS's GEMM packs a narrow (n × d) operand at a loss there (pima's
 #: 1614 × 8 rows: 16 µs against 57 µs), while from d ≈ 30 on its blocked kernel is faster
 COMPILED_GRAM_MAX_DIM = 24
 
@@ -60,29 +60,42 @@ def top_eigenvector(D: np.ndarray, w: np.ndarray | None, v0: np.ndarray | None =
     ``w`` may be signed: ``C = Σ_τ (a_τ a_τᵀ − b_τ b_τᵀ)`` is ``D = [A; B]`` with ``w = [u; −u]``;
     ``None`` means unit weights (``G = DᵀD``, for rows already scaled by ``√w``).
 
-    Small ``d`` uses a dense ``eigh`` of G. Otherwise Lanczos (ARPACK ``eigsh``) warm-started at
-    ``v0`` (default: a fixed vector; ARPACK's own random start would depend on its earlier calls
-    in the process, making results depend on task order): on G formed by one GEMM when there are more rows than ``d / 4``, matrix-free
-    (``v ↦ Dᵀ(w ⊙ (D v))``, never forming G) when there are fewer.
+    G is formed by one GEMM (:func:`symmetric_top_eigenvector`), except with fewer rows than
+    ``d / 4`` above ``DENSE_EIGH_MAX_DIM``: then Lanczos runs matrix-free
+    (``v ↦ Dᵀ(w ⊙ (D v))``, never forming G), warm-started at ``v0``.
 
     A float32 ``D`` keeps the products over its rows in single precision; G (d×d) and the
     eigensolver are double precision, and so is the returned vector.
     """
     n, d = D.shape
-    if d <= DENSE_EIGH_MAX_DIM:
-        return leading_eigenvector(weighted_outer_sum(D, w))
-    if v0 is None:
-        v0 = np.random.default_rng(0).standard_normal(d)
-    if n * 4 < d:
+    if d > DENSE_EIGH_MAX_DIM and n * 4 < d:
         wd = 1 if w is None else w.astype(D.dtype, copy=False)
         op = LinearOperator((d, d), dtype=np.float64, matvec=lambda v: (
             D.T @ (wd * (D @ v.ravel().astype(D.dtype, copy=False)))).astype(np.float64))
-    else:
-        op = weighted_outer_sum(D, w).astype(np.float64, copy=False)
+        try:
+            return eigsh(op, k=1, which="LA", v0=_start_vector(d, v0), tol=1e-10)[1][:, 0]
+        except ArpackNoConvergence:  # rare: fall back to the exact dense solution
+            pass
+    return symmetric_top_eigenvector(weighted_outer_sum(D, w).astype(np.float64, copy=False), v0)
+
+
+def symmetric_top_eigenvector(G: np.ndarray, v0: np.ndarray | None = None) -> np.ndarray:
+    """Unit eigenvector of the largest eigenvalue of the symmetric d×d matrix ``G``: LAPACK
+    (:func:`leading_eigenvector`) up to ``DENSE_EIGH_MAX_DIM``, where it beats ARPACK's per-call
+    overhead, else Lanczos (ARPACK ``eigsh``) warm-started at ``v0`` (default: a fixed vector;
+    ARPACK's own random start would depend on its earlier calls in the process, making results
+    depend on task order), with the dense solution where it does not converge (rare)."""
+    d = G.shape[0]
+    if d <= DENSE_EIGH_MAX_DIM:
+        return leading_eigenvector(G)
     try:
-        return eigsh(op, k=1, which="LA", v0=v0, tol=1e-10)[1][:, 0]
-    except ArpackNoConvergence:  # rare: fall back to the exact dense solution
-        return leading_eigenvector(weighted_outer_sum(D, w))
+        return eigsh(G, k=1, which="LA", v0=_start_vector(d, v0), tol=1e-10)[1][:, 0]
+    except ArpackNoConvergence:
+        return leading_eigenvector(G)
+
+
+def _start_vector(d: int, v0: np.ndarray | None) -> np.ndarray:
+    return np.random.default_rng(0).standard_normal(d) if v0 is None else v0
 
 
 def leading_eigenvector(G: np.ndarray) -> np.ndarray:
@@ -103,58 +116,81 @@ def leading_eigenvector(G: np.ndarray) -> np.ndarray:
 
 
 class GramTopEigenvector:
-    """Top eigenvector of ``G(w) = Σ_r w_r z_r z_rᵀ = Zᵀ diag(w) Z`` for fixed rows ``Z`` and
-    weights ``w`` (possibly signed) that change every call, with the squared projections
-    ``(z_rᵀ v)²`` of every row: the Frank–Wolfe vertex of DML-eig (Ying & Li 2012, Table 1 and
-    Eq. (20)) and of LMNN-eig (Table 2 and Eq. (24)). One instance per fit.
+    """Top eigenvector of ``G(w) = Σ_r w_r z_r z_rᵀ`` over the pair differences
+    ``z_r = x_a − x_b`` of fixed points and pairs, for weights ``w`` (possibly signed) that change
+    every call, with the squared projections ``(z_rᵀ v)²`` of every pair: the Frank–Wolfe vertex
+    of DML-eig (Ying & Li 2012, Table 1 and Eq. (20)) and of LMNN-eig (Table 2 and Eq. (24)).
+    One instance per fit.
 
-    Rows with ``|w_r| < threshold · max|w|`` are left out of ``G`` (their total contribution is
-    below ``n · threshold`` of the largest term). For ``d ≤ COMPILED_GRAM_MAX_DIM`` the lower
-    triangle of ``G`` and the projections are compiled passes over the transposed rows (contiguous
-    per feature, so the sums over rows vectorise), accumulated in float64 also for float32 rows, and
-    the eigenvector is LAPACK's ``dsyevr`` (:func:`leading_eigenvector`). Otherwise ``G`` is one
-    BLAS product over the rows kept (for ``w ≥ 0`` gathered and scaled by ``√w``, for ``syrk``,
-    into a buffer as large as ``Z`` that every call reuses), and :func:`top_eigenvector` runs warm
-    started at the previous call's vector; the projections are one GEMV in Z's precision.
+    Pairs with ``|w_r| < threshold · max|w|`` are left out of ``G`` (their total contribution is
+    below ``n_pairs · threshold`` of the largest term). How ``G`` is formed depends on the shape:
+
+    - ``d ≤ COMPILED_GRAM_MAX_DIM``: the lower triangle of ``G`` and the projections are compiled
+      passes over the transposed difference rows (contiguous per feature, so the sums over rows
+      vectorise), accumulated in float64 also for float32 points;
+    - more than twice as many pairs as points: ``G = X̄ᵀ L_u X̄`` with the pairs' weighted graph
+      Laplacian (:class:`PairOuterSum`: one sparse product and one n×d×d GEMM instead of an
+      n_pairs×d×d one), and the projections ``((X̄v)_a − (X̄v)_b)²`` from one n×d product;
+    - otherwise one BLAS product over the difference rows kept (for ``w ≥ 0`` gathered and scaled
+      by ``√w``, for ``syrk``, into a buffer as large as the rows that every call reuses), the
+      projections one GEMV, in the points' precision.
+
+    The eigenvector is :func:`symmetric_top_eigenvector` (Lanczos warm-started at the previous
+    call's vector above ``DENSE_EIGH_MAX_DIM``).
 
     Parameters
     ----------
-    Z : ndarray (n, d)
+    points : ndarray (n, d)
+    pairs : ndarray (n_pairs, 2)
+        Rows ``(a, b)``: the pair differences ``points[a] − points[b]``.
     threshold : float
-        Relative weight below which a row is left out of ``G``.
+        Relative weight below which a pair is left out of ``G``.
     """
 
-    def __init__(self, Z: np.ndarray, threshold: float):
-        self.Z, self.threshold = Z, threshold
-        n, d = Z.shape
+    def __init__(self, points: np.ndarray, pairs: np.ndarray, threshold: float):
+        self.pairs = np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
+        self.threshold = threshold
+        n, d = points.shape
         self._v, self._buffer = None, None  # the Lanczos warm start; the rows scaled by √w
+        self._rows = self._rows_t = self._laplacian = None
         if d <= COMPILED_GRAM_MAX_DIM:
-            self._rows_t, self._gram = np.ascontiguousarray(Z.T), np.empty((d, d))
+            self._rows_t = np.ascontiguousarray(pair_differences(points, self.pairs).T)
+            self._gram = np.empty((d, d))
+        elif len(self.pairs) > 2 * n:
+            self._laplacian = PairOuterSum(points, self.pairs)
         else:
-            self._rows_t, self._gram = None, None
+            self._rows = pair_differences(points, self.pairs)
 
     def __call__(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """``(v, p, λ)``: the unit top eigenvector ``v`` of ``G(w)`` (float64), ``p_r = (z_rᵀ v)²``
-        for every row (float64) and ``λ = vᵀ G(w) v = Σ_{r kept} w_r p_r``, its eigenvalue."""
+        for every pair (float64) and ``λ = vᵀ G(w) v = Σ_{r kept} w_r p_r``, its eigenvalue."""
         keep_min = self.threshold * np.abs(w).max()
         if self._rows_t is not None:
             _masked_gram_lower(self._rows_t, w, keep_min, self._gram)
             v = leading_eigenvector(self._gram)
             p = np.empty(len(w))
             return v, p, _squared_projections(self._rows_t, v, w, keep_min, p)
-        keep = np.flatnonzero(np.abs(w) >= keep_min)
+        kept = np.abs(w) >= keep_min
+        if self._laplacian is not None:
+            u = np.where(kept, w, 0.0)
+            G = self._laplacian(u).astype(np.float64, copy=False)
+            v = self._v = symmetric_top_eigenvector(G, v0=self._v)
+            projected = self._laplacian.X @ v.astype(self._laplacian.X.dtype)
+            p = pair_sq_distances(projected[:, None], self.pairs)
+            return v, p, float(u @ p)
+        keep = np.flatnonzero(kept)
+        Z = self._rows
         if w.min() >= 0:  # G = YᵀY, Y = diag(√w) Z over the rows kept: syrk
             if self._buffer is None:
-                self._buffer = np.empty_like(self.Z)
+                self._buffer = np.empty_like(Z)
             Y = self._buffer[:len(keep)]
-            np.take(self.Z, keep, axis=0, out=Y)
+            np.take(Z, keep, axis=0, out=Y)
             Y *= np.sqrt(w[keep].astype(Y.dtype))[:, None]
             v = top_eigenvector(Y, None, v0=self._v)
         else:
-            rows = self.Z if len(keep) == len(w) else self.Z[keep]
-            v = top_eigenvector(rows, w[keep], v0=self._v)
+            v = top_eigenvector(Z if len(keep) == len(w) else Z[keep], w[keep], v0=self._v)
         self._v = v
-        p = (self.Z @ v.astype(self.Z.dtype)).astype(np.float64) ** 2
+        p = (Z @ v.astype(Z.dtype)).astype(np.float64) ** 2
         return v, p, float(w[keep] @ p[keep])
 
 
@@ -249,8 +285,8 @@ class PairOuterSum:
         cols = np.concatenate([diagonal, self._b, self._a])
         # entry k of the pattern (row-major) takes value _order[k] of [degrees, −w, −w]
         self._order = np.argsort(rows, kind="stable")
-        self._laplacian = scipy.sparse.csr_matrix(
-            (np.ones(len(rows)), cols[self._order],
+        self._laplacian = scipy.sparse.csr_matrix(  # in X's precision, as the products
+            (np.ones(len(rows), dtype=self.X.dtype), cols[self._order],
              np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])), shape=(n, n))
 
     def __call__(self, w: np.ndarray) -> np.ndarray:
@@ -259,7 +295,8 @@ class PairOuterSum:
             return weighted_outer_sum(self._D, w)
         n = len(self.X)
         degrees = np.bincount(self._a, w, n) + np.bincount(self._b, w, n)
-        self._laplacian.data = np.concatenate([degrees, -w, -w])[self._order]
+        self._laplacian.data = np.concatenate([degrees, -w, -w])[self._order].astype(
+            self.X.dtype, copy=False)
         return self.X.T @ (self._laplacian @ self.X)
 
 

@@ -43,7 +43,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .base import MetricLearner
 from .dml_eig import _assemble_iterate, _smoothed_min_into, check_frank_wolfe_params, whiten
-from .linalg import JIT_OPTIONS, GramTopEigenvector, components_from_psd, triplet_pairs
+from .linalg import (JIT_OPTIONS, GramTopEigenvector, components_from_psd, pair_sq_distances,
+                     triplet_pairs)
 
 
 class LMNNEig(MetricLearner):
@@ -150,8 +151,8 @@ class LMNNEig(MetricLearner):
             raise ValueError(f"gamma must be in (0, 1), got {self.gamma!r}")
 
     def _whiten(self, X, constraints):
-        """L, the whitened (scaled) distinct difference rows, the row of each triplet's a_τ and
-        b_τ, and c².
+        """L, the whitened (scaled) points, the distinct pairs whose differences are the rows, the
+        row of each triplet's a_τ and b_τ, and c².
 
         The rows are the distinct *unordered* pairs among the triplets' impostor pairs (i, k) and
         target pairs (i, j): ``r rᵀ`` does not depend on the sign of r, so (i, k) and (k, i) share
@@ -163,23 +164,26 @@ class LMNNEig(MetricLearner):
         if len(T) == 0:
             raise ValueError("LMNN-eig needs at least one triplet")
         pairs, target, impostor = triplet_pairs(T)
-        L, rows, c2 = whiten(X, constraints.similar, pairs, self.ridge, self.ridge_mode, self.scale)
-        return L, rows, impostor, target, c2
+        L, points, c2 = whiten(X, constraints.similar, pairs, self.ridge, self.ridge_mode,
+                               self.scale)
+        return L, points, pairs, impostor, target, c2
 
     def _fit(self, X, y, constraints):
         self._check_params()
         start = time.perf_counter()
-        L, rows, ia, ib, c2 = self._whiten(X, constraints)  # a_τ = rows[ia[τ]], b_τ = rows[ib[τ]]
-        d, n_rows, n_trip = X.shape[1], len(rows), len(ia)
+        # the distinct rows are the pairs' differences of the whitened points;
+        # a_τ = row ia[τ], b_τ = row ib[τ]
+        L, points, pairs, ia, ib, c2 = self._whiten(X, constraints)
+        d, n_rows, n_trip = X.shape[1], len(pairs), len(ia)
         gamma, mu = float(self.gamma), self.mu
         # State of (16): scaled margins m_τ = c²⟨C̃_τ, S⟩ and slacks ξ (units of (16)).
-        sq = np.einsum("ij,ij->i", rows, rows) / d  # ⟨r rᵀ, I/d⟩ for every distinct row
+        sq = pair_sq_distances(points, pairs) / d  # ⟨r rᵀ, I/d⟩ for every distinct row
         margin = sq[ia] - sq[ib]
         xi = np.full(n_trip, 1.0 / n_trip)
         vecs, alphas = [], []  # S-vertex v/√γ, or 0 for a ξ-vertex (see _assemble_iterate)
         trace = {k: [] for k in ("objective", "min_value", "gap", "slack_step", "time")}
 
-        top = GramTopEigenvector(rows, self.weight_threshold)
+        top = GramTopEigenvector(points, pairs, self.weight_threshold)
 
         row_w = np.empty(n_rows)
 
