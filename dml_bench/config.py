@@ -324,8 +324,8 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
 
     r.check(len(top["datasets"]) > 0, "datasets", "needs at least one dataset")
     datasets, data_paths = [], []
-    for i, entry in enumerate(top["datasets"]):
-        p = f"datasets[{i}]"
+    entries = _expand_suites(r, top["datasets"])  # (key path, entry), a suite's per dataset
+    for p, entry in entries:
         entry, data_path = _named_path(r, _bare_name(entry), p)
         d = r.section(_source_entry(r, entry, p, check_data), _DATASET, p)
         r.name(DATASETS, d["name"], f"{p}.name", extra=_verification_tables() if verifying else None)
@@ -356,9 +356,9 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
         tune = s["tune"] and _read_tune(r, s, split, f"{p}.tune", view1=verifying)
         solvers.append(SolverEntry(s["name"], s["label"] or s["name"], dict(s["params"]), tune))
     _unique(r, [s.label for s in solvers], "solvers", "solver label")
-    for i, d in enumerate(datasets):
+    for (p, _), d in zip(entries, datasets):
         unknown = sorted(set(d.solvers or ()) - {s.label for s in solvers})
-        r.check(not unknown, f"datasets[{i}].solvers",
+        r.check(not unknown, f"{p}.solvers",
                 f"unknown solver label(s) {unknown}; labels: {', '.join(s.label for s in solvers)}")
 
     paper = top["paper_table"]
@@ -407,6 +407,49 @@ def _read_protocol(r: _Reader, entries: list) -> tuple:
 
 
 _SOURCES = ("path", "openml")
+#: the options of an ``openml_suite:`` entry that select its datasets (see :func:`_expand_suites`)
+_SUITE_LIMITS = ("max_datasets", "max_instances", "max_features")
+
+
+def _expand_suites(r: _Reader, entries: list) -> list[tuple[str, Any]]:
+    """The ``datasets:`` entries as ``(key path, entry)``, each ``openml_suite:`` entry (an
+    OpenML benchmark suite's alias or id, e.g. ``OpenML-CC18``) replaced by one ``openml: <id>``
+    entry per dataset of the suite, smallest first, each with the suite entry's other options
+    (normalize, pca, ...; ``max_datasets`` / ``max_instances`` / ``max_features`` select the
+    datasets, see :func:`~dml_bench.datasets.openml_source.openml_suite_datasets`). Listing the
+    suite needs the network: without it the suite is a one-line ``DataNotAvailable`` naming it.
+    """
+    out = []
+    for i, entry in enumerate(entries):
+        p = f"datasets[{i}]"
+        if not isinstance(entry, dict) or "openml_suite" not in entry:
+            out.append((p, entry))
+            continue
+        from .datasets import DataNotAvailable
+        from .datasets.openml_source import openml_suite_datasets
+
+        entry = dict(entry)
+        suite = entry.pop("openml_suite")
+        r.check(isinstance(suite, (int, str)) and not isinstance(suite, bool)
+                and bool(str(suite).strip()), f"{p}.openml_suite",
+                f"expected an OpenML suite alias or id, got {suite!r}")
+        clash = [key for key in ("name", "label", *_SOURCES) if key in entry]
+        r.check(not clash, p, f"{', '.join(clash)} cannot go with `openml_suite:` (each of its "
+                "datasets is an `openml: <id>` entry labelled openml_<id>)")
+        limits = {key: entry.pop(key) for key in _SUITE_LIMITS if key in entry}
+        for key, value in limits.items():
+            r.check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+                    f"{p}.{key}", f"expected a positive integer, got {value!r}")
+        r.section({**entry, "name": "-"}, _DATASET, p)  # the copied options, before the network
+        try:
+            ids = openml_suite_datasets(suite, **limits)
+        except DataNotAvailable as exc:
+            raise DataNotAvailable(f"{r.source}: {p}.openml_suite: {exc}") from exc
+        within = ", ".join(f"{key} = {value}" for key, value in limits.items())
+        r.check(bool(ids), f"{p}.openml_suite",
+                f"OpenML suite {suite!r} has no dataset" + (f" within {within}" if within else ""))
+        out += [(p, {**entry, "openml": did}) for did in ids]
+    return out
 
 
 def _source_entry(r: _Reader, entry: Any, path: str, check_data: bool) -> Any:

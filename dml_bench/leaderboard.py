@@ -34,7 +34,7 @@ import threading
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +63,7 @@ class Board:
     budget: float = 600.0
     memory_gb: float = 8.0
     footprint: dict = field(default_factory=dict)  # solver name → {"dd": c, "nn": c}
-    source: str = ""  # the config file (the cells' child processes read it)
+    source: str = ""  # the config file (named in the cells' child processes' errors)
 
     def memory_bytes(self, solver: str, n_train: int, d: int) -> float:
         """Estimated peak memory of one fit: 8 B × (dd·d² + nn·n_train²)."""
@@ -122,12 +122,13 @@ class BoardSummary:
     no_data: int = 0
 
 
-def _sizes(exp: Experiment) -> dict[str, tuple[int, int]]:
-    """(n_train, d) per data-set label from the catalogue (no loading)."""
+def _sizes(exp: Experiment, no_data=()) -> dict[str, tuple[int, int]]:
+    """(n_train, d) per data-set label from the catalogue (no loading; an ``openml:`` data set's
+    spec is its loaded data), the labels in ``no_data`` left out."""
     from .datasets import DATASETS
 
     out = {}
-    for entry in exp.datasets:
+    for entry in (e for e in exp.datasets if e.label not in no_data):
         spec = DATASETS[entry.name]
         n = min(entry.n_samples or spec.n_samples, spec.n_samples)
         d = entry.preprocessing.pca or spec.n_features
@@ -198,7 +199,7 @@ def run_board(board: Board, results_root: str | Path = "results", *, mirror=None
         if not (datasets and task.dataset.label not in datasets
                 or solvers and task.solver.label not in solvers):
             cells.setdefault((task.dataset.label, task.solver.label), []).append(task)
-    sizes, marks = _sizes(exp), read_cells(out).set_index(["dataset", "label"])
+    sizes, marks = _sizes(exp, no_data), read_cells(out).set_index(["dataset", "label"])
     over: dict[str, list[str]] = {}  # solver label → data sets it ran over budget on
     for (d, s), row in marks.iterrows():
         if row["status"] == "over_budget" and float(row["budget_seconds"]) >= board.budget:
@@ -301,9 +302,10 @@ def _run_cells(board: Board, results_root, cells: list) -> tuple[str, int]:
         return tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None
                      for p in logs)
 
-    args = {"board": board.source, "results_root": str(results_root), "cells": cells,
-            "n_jobs": exp.n_jobs, "backend": exp.backend, "scheduler": exp.scheduler,
-            "budget": board.budget}
+    # the resolved experiment, not the file: the child runs the very data sets planned here (an
+    # `openml_suite:` entry is listed once, by the parent) with the command line's overrides
+    args = {"experiment": exp.to_dict(), "source": board.source,
+            "results_root": str(results_root), "cells": cells, "budget": board.budget}
     started = []  # indices of the cells the child has announced, read by a thread
 
     def follow(stream):
@@ -346,9 +348,7 @@ def _cell_main(argv: list[str]) -> int:  # pragma: no cover - runs in the child 
     from .runner import run_experiment
 
     args = json.loads(argv[0])
-    board = load_board(args["board"])
-    exp = replace(board.experiment, n_jobs=args["n_jobs"], backend=args["backend"],
-                  scheduler=args["scheduler"])
+    exp = parse_config(args["experiment"], source=args["source"], check_data=False)
     for i, (dataset, solver) in enumerate(args["cells"]):
         print(i, flush=True)
         print(f"{exp.name}: {dataset} × {solver} (budget {args['budget']:g} s a fit)",

@@ -19,7 +19,17 @@ MIRROR_ENV = "DMLBENCH_DATA_MIRROR"
 FAIL_ON_SKIP_ENV = "DMLBENCH_FAIL_ON_SKIP"
 
 
+def pytest_configure(config):
+    """Under pytest-xdist (``-n auto`` in pyproject.toml) each worker's BLAS/OpenMP gets its share
+    of the cores, so that N workers do not run N × cores threads; an OMP_NUM_THREADS already set
+    stays, and subprocesses (CLI runs, loky workers) inherit it."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")  # set in the workers only
+    if workers:
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // int(workers))))
+
+
 def pytest_sessionfinish(session, exitstatus):
+    # under xdist this counts in the controller, whose terminal reporter gets every worker's report
     if not os.environ.get(FAIL_ON_SKIP_ENV):
         return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
@@ -115,3 +125,75 @@ def papers_dir() -> Path:
         return Path(mirror).parent / "papers"
     return beside
 
+
+
+#: the OpenML id under which :func:`lay_out_openml` lays out wine by default (its real id)
+OPENML_WINE_ID = 187
+
+
+@pytest.fixture
+def openml_cache(tmp_path, monkeypatch) -> Path:
+    """An empty openml root cache (``$DMLBENCH_OPENML_CACHE``), openml unable to connect."""
+    import openml
+
+    from dml_bench.datasets import DATASETS
+    from dml_bench.datasets.openml_source import ENV_OPENML_CACHE
+
+    root = tmp_path / "openml-cache"
+    root.mkdir()
+    monkeypatch.setenv(ENV_OPENML_CACHE, str(root))
+    # restored after the test, whatever the code under test sets
+    monkeypatch.setattr(openml.config, "_root_cache_directory", openml.config._root_cache_directory)
+    monkeypatch.setattr(openml.config, "server", "http://127.0.0.1:9/api/v1/xml")
+    monkeypatch.setattr(openml.config, "connection_n_retries", 1)
+    monkeypatch.setattr(DATASETS, "_plugins", {})
+    return root
+
+
+def lay_out_openml(root: Path, did: int = OPENML_WINE_ID, name: str = "wine",
+                   target: str = "class") -> Path:
+    """Wine as OpenML dataset ``did`` in openml's on-disk cache format under ``root``
+    (``description.xml``, ``features.xml``, ``dataset.arff`` whose md5 the description holds);
+    returns its folder."""
+    import hashlib
+    from xml.sax.saxutils import escape
+
+    import openml
+    from sklearn.datasets import load_wine
+
+    oml = 'xmlns:oml="http://openml.org/openml"'
+    openml.config.set_root_cache_directory(str(root))
+    folder = Path(openml.config.get_cache_directory()) / "datasets" / str(did)
+    folder.mkdir(parents=True)
+    data = load_wine()
+    classes = [str(c) for c in data.target_names]
+    features = [f"f{i}" for i in range(data.data.shape[1])]
+    lines = [f"@RELATION {name}", *(f"@ATTRIBUTE {f} REAL" for f in features),
+             "@ATTRIBUTE class {" + ",".join(classes) + "}", "@DATA"]
+    lines += [",".join([*(repr(float(v)) for v in row), classes[c]])
+              for row, c in zip(data.data, data.target)]
+    arff = ("\n".join(lines) + "\n").encode()
+    (folder / "dataset.arff").write_bytes(arff)
+    description = {
+        "id": did, "name": name, "version": 1, "description": "Wine recognition data",
+        "format": "ARFF", "upload_date": "2014-04-23T13:15:43", "licence": "Public",
+        "url": f"http://127.0.0.1:9/data/v1/download/{did}/{name}.arff", "file_id": did,
+        "default_target_attribute": target, "visibility": "public", "status": "active",
+        "md5_checksum": hashlib.md5(arff).hexdigest(),
+    }
+    body = "".join(f"<oml:{k}>{escape(str(v))}</oml:{k}>" for k, v in description.items())
+    (folder / "description.xml").write_text(
+        f"<oml:data_set_description {oml}>{body}</oml:data_set_description>\n")
+    feature_xml = []
+    for i, feature in enumerate([*features, "class"]):
+        nominal = feature == "class"
+        values = "".join(f"<oml:nominal_value>{c}</oml:nominal_value>" for c in classes) if nominal else ""
+        feature_xml.append(
+            f"<oml:feature><oml:index>{i}</oml:index><oml:name>{feature}</oml:name>"
+            f"<oml:data_type>{'nominal' if nominal else 'numeric'}</oml:data_type>{values}"
+            f"<oml:is_target>{str(feature == target).lower()}</oml:is_target>"
+            "<oml:is_ignore>false</oml:is_ignore><oml:is_row_identifier>false</oml:is_row_identifier>"
+            "<oml:number_of_missing_values>0</oml:number_of_missing_values></oml:feature>")
+    (folder / "features.xml").write_text(
+        f"<oml:data_features {oml}>{''.join(feature_xml)}</oml:data_features>\n")
+    return folder

@@ -2,23 +2,19 @@
 
 Each test lays out a cache directory in openml's on-disk format (``<root>/<server path>/datasets/
 <id>/``: ``description.xml``, ``features.xml``, ``dataset.arff`` whose md5 the description holds),
-built from scikit-learn's bundled wine data, and points openml at a server that refuses every
-connection (``127.0.0.1:9``), so any download attempt fails at once instead of reaching the
-network: what passes was read from the cache. The layout is read the same way by openml 0.14 (the
-declared floor, ci/oldest.txt) and 0.15.
+built from scikit-learn's bundled wine data (``conftest.lay_out_openml``), and points openml at
+a server that refuses every connection (``127.0.0.1:9``), so any download attempt fails at once
+instead of reaching the network: what passes was read from the cache. The layout is read the
+same way by openml 0.14 (the declared floor, ci/oldest.txt) and 0.15.
 """
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-from xml.sax.saxutils import escape
-
 import numpy as np
-import openml
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from conftest import OPENML_WINE_ID as WINE_ID, lay_out_openml as lay_out
 from sklearn.datasets import load_wine
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.preprocessing import StandardScaler
@@ -31,62 +27,6 @@ from dml_bench.datasets.openml_source import ENV_OPENML_CACHE, openml_suite_data
 from dml_bench.splits import split_indices
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
-
-WINE_ID = 187
-OML = 'xmlns:oml="http://openml.org/openml"'
-
-
-@pytest.fixture
-def openml_cache(tmp_path, monkeypatch) -> Path:
-    """An empty openml root cache (``$DMLBENCH_OPENML_CACHE``), openml unable to connect."""
-    root = tmp_path / "openml-cache"
-    root.mkdir()
-    monkeypatch.setenv(ENV_OPENML_CACHE, str(root))
-    # restored after the test, whatever the code under test sets
-    monkeypatch.setattr(openml.config, "_root_cache_directory", openml.config._root_cache_directory)
-    monkeypatch.setattr(openml.config, "server", "http://127.0.0.1:9/api/v1/xml")
-    monkeypatch.setattr(openml.config, "connection_n_retries", 1)
-    monkeypatch.setattr(DATASETS, "_plugins", {})
-    return root
-
-
-def lay_out(root: Path, did: int = WINE_ID, name: str = "wine", target: str = "class") -> Path:
-    """Wine as OpenML dataset ``did`` in openml's cache under ``root``; returns its folder."""
-    openml.config.set_root_cache_directory(str(root))
-    folder = Path(openml.config.get_cache_directory()) / "datasets" / str(did)
-    folder.mkdir(parents=True)
-    data = load_wine()
-    classes = [str(c) for c in data.target_names]
-    features = [f"f{i}" for i in range(data.data.shape[1])]
-    lines = [f"@RELATION {name}", *(f"@ATTRIBUTE {f} REAL" for f in features),
-             "@ATTRIBUTE class {" + ",".join(classes) + "}", "@DATA"]
-    lines += [",".join([*(repr(float(v)) for v in row), classes[c]])
-              for row, c in zip(data.data, data.target)]
-    arff = ("\n".join(lines) + "\n").encode()
-    (folder / "dataset.arff").write_bytes(arff)
-    description = {
-        "id": did, "name": name, "version": 1, "description": "Wine recognition data",
-        "format": "ARFF", "upload_date": "2014-04-23T13:15:43", "licence": "Public",
-        "url": f"http://127.0.0.1:9/data/v1/download/{did}/{name}.arff", "file_id": did,
-        "default_target_attribute": target, "visibility": "public", "status": "active",
-        "md5_checksum": hashlib.md5(arff).hexdigest(),
-    }
-    body = "".join(f"<oml:{k}>{escape(str(v))}</oml:{k}>" for k, v in description.items())
-    (folder / "description.xml").write_text(
-        f"<oml:data_set_description {OML}>{body}</oml:data_set_description>\n")
-    feature_xml = []
-    for i, feature in enumerate([*features, "class"]):
-        nominal = feature == "class"
-        values = "".join(f"<oml:nominal_value>{c}</oml:nominal_value>" for c in classes) if nominal else ""
-        feature_xml.append(
-            f"<oml:feature><oml:index>{i}</oml:index><oml:name>{feature}</oml:name>"
-            f"<oml:data_type>{'nominal' if nominal else 'numeric'}</oml:data_type>{values}"
-            f"<oml:is_target>{str(feature == target).lower()}</oml:is_target>"
-            "<oml:is_ignore>false</oml:is_ignore><oml:is_row_identifier>false</oml:is_row_identifier>"
-            "<oml:number_of_missing_values>0</oml:number_of_missing_values></oml:feature>")
-    (folder / "features.xml").write_text(
-        f"<oml:data_features {OML}>{''.join(feature_xml)}</oml:data_features>\n")
-    return folder
 
 
 def invoke(*args):

@@ -108,10 +108,32 @@ def openml_status(reference: str | int) -> str:
 SOURCE_STATUS["openml"] = openml_status
 
 
-def openml_suite_datasets(suite: str | int) -> list[int]:
-    """The dataset ids of an OpenML benchmark suite (e.g. ``"OpenML-CC18"``), via the network.
+def openml_suite_datasets(suite: str | int, *, max_datasets: int | None = None,
+                          max_instances: int | None = None,
+                          max_features: int | None = None) -> list[int]:
+    """The dataset ids of an OpenML benchmark suite (e.g. ``"OpenML-CC18"``), smallest first,
+    via the network.
 
-    Each id runs as ``openml:<id>`` (``datasets: [{openml: <id>}]``).
+    Each id runs as ``openml:<id>`` (a config's ``{openml_suite: ...}`` entry expands into one
+    ``{openml: <id>}`` entry per id, see :mod:`dml_bench.config`). The sizes are OpenML's
+    qualities ``NumberOfInstances`` and ``NumberOfFeatures`` (the class attribute not counted),
+    read in one listing call, so nothing is downloaded; a dataset without them counts as
+    infinitely large (listed last, dropped by a size limit).
+
+    Parameters
+    ----------
+    suite : str or int
+        The suite's alias (``"OpenML-CC18"``) or id (``99``).
+    max_datasets : int, optional
+        Keep the first ``max_datasets`` after the size limits (the smallest).
+    max_instances, max_features : int, optional
+        Keep the datasets with at most this many instances / features.
+
+    Returns
+    -------
+    ids : list of int
+        Ordered by number of instances, then of features, then id, so that a board fills in
+        from the cheap end.
 
     Raises
     ------
@@ -120,10 +142,21 @@ def openml_suite_datasets(suite: str | int) -> list[int]:
     """
     openml = _openml()
     try:
-        return [int(i) for i in openml.study.get_suite(suite).data]
+        ids = [int(i) for i in openml.study.get_suite(suite).data or ()]
+        listing = openml.datasets.list_datasets(data_id=ids, status="all",
+                                                output_format="dataframe") if ids else None
     except Exception as exc:  # noqa: BLE001 - network or server errors, reported in one line
         raise DataNotAvailable(f"OpenML suite {suite!r}: cannot be listed ({describe(exc)}); it "
                                "needs network access to OpenML") from exc
+    inf = float("inf")
+    sizes = {did: (inf, inf) for did in ids}
+    if listing is not None and len(listing):  # a quality not computed is missing: NaN, unknown
+        qualities = listing.reindex(columns=["NumberOfInstances", "NumberOfFeatures"]).astype(float)
+        for did, n, d in zip(listing["did"], *(qualities.fillna(inf)[c] for c in qualities)):
+            sizes[int(did)] = (n, d - 1)
+    kept = sorted((size, did) for did, size in sizes.items()
+                  if size[0] <= (max_instances or inf) and size[1] <= (max_features or inf))
+    return [did for _, did in kept][:max_datasets]
 
 
 def _openml():
