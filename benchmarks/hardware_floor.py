@@ -73,7 +73,7 @@ from threadpoolctl import threadpool_limits
 from dml_bench.config import load_config
 from dml_bench.errors import DMLBenchError
 from dml_bench.solvers import frobmetric, lowrank_sgd
-from dml_bench.solvers.linalg import DENSE_EIGH_MAX_DIM, triplet_pairs
+from dml_bench.solvers.linalg import DENSE_EIGH_MAX_DIM, triplet_pairs, uses_pair_laplacian
 from dml_bench.tasks import Task, all_tasks, fit_task_solver, prepare_split
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,9 +163,9 @@ def cpu_model() -> str:
 
 def dml_eig_work(n: int, n_dissimilar: int, d: int) -> tuple[float, float]:
     """``(flops, bytes)`` of one DML-eig iteration on ``n_dissimilar`` whitened pairs of ``n``
-    points in ``d``, with the gradient ``Σ_τ w_τ z̃_τ z̃_τᵀ`` formed the cheaper of two ways: one
-    ``syrk`` over the pairs' difference rows, or (``linalg.GramTopEigenvector`` with more than
-    twice as many pairs as points) ``X̄ᵀ L_w X̄`` with the pairs' Laplacian, an n×d×d GEMM."""
+    points in ``d``, with the gradient ``Σ_τ w_τ z̃_τ z̃_τᵀ`` formed as ``linalg.GramTopEigenvector``
+    forms it: one ``syrk`` over the pairs' difference rows, or, where
+    ``linalg.uses_pair_laplacian``, ``X̄ᵀ L_w X̄`` with the pairs' Laplacian, an n×d×d GEMM."""
     eig = 4.0 / 3.0 * d ** 3 if d <= DENSE_EIGH_MAX_DIM else 2.0 * d ** 2
     per_pair = eig + 10.0 * n_dissimilar  # softmax, q update, gap
     rows = (n_dissimilar * d * (d + 1) + 2.0 * n_dissimilar * d + per_pair,
@@ -173,7 +173,7 @@ def dml_eig_work(n: int, n_dissimilar: int, d: int) -> tuple[float, float]:
     nnz = n + 2 * n_dissimilar
     laplacian = (2.0 * n * d ** 2 + 2.0 * nnz * d + 2.0 * n * d + per_pair,
                  FLOAT * (3.0 * n * d + 2.0 * nnz + 5.0 * n_dissimilar))
-    return min(rows, laplacian) if n_dissimilar > 2 * n else rows
+    return laplacian if uses_pair_laplacian(n, n_dissimilar, d, signed=False) else rows
 
 
 def frobmetric_work(n: int, d: int, n_pairs: int, n_triplets: int, rank: int,

@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 
+from dml_bench.solvers import linalg
 from dml_bench.solvers.linalg import (COMPILED_GRAM_MAX_DIM, GramTopEigenvector, PairOuterSum,
-                                      pair_sq_distances, weighted_pair_outer_sum)
+                                      pair_sq_distances, uses_pair_laplacian,
+                                      weighted_pair_outer_sum)
 
 
 def explicit_sum(X, pairs, w):
@@ -59,21 +61,24 @@ def test_leading_eigenvector_is_numpys_top_eigenvector(d):
 
 
 @pytest.mark.parametrize("d", [3, COMPILED_GRAM_MAX_DIM, COMPILED_GRAM_MAX_DIM + 1, 70])
-@pytest.mark.parametrize("n_points", [40, 100])  # 150 pairs: > 2n (Laplacian) and < 2n (rows)
+@pytest.mark.parametrize("laplacian", [False, True])
 @pytest.mark.parametrize("signed", [False, True])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_gram_top_eigenvector_is_numpys_over_the_pairs_kept(d, n_points, signed, dtype):
-    """Every branch (compiled below COMPILED_GRAM_MAX_DIM; above it the pair Laplacian with more
-    than twice as many pairs as points, else BLAS over the rows; dense eigh up to 64, Lanczos
+def test_gram_top_eigenvector_is_numpys_over_the_pairs_kept(d, laplacian, signed, dtype,
+                                                            monkeypatch):
+    """Every branch (compiled up to COMPILED_GRAM_MAX_DIM; above it the pair Laplacian or BLAS
+    over the rows, forced here through the flop saving it needs; dense eigh up to 64, Lanczos
     above), for several weight vectors in a row (warm starts): v is numpy's top eigenvector of
     Σ_{r kept} w_r z_r z_rᵀ formed one outer product at a time, with the pairs below the
     threshold left out, p its squared projections and λ its eigenvalue."""
-    rng = np.random.default_rng(d + n_points)
-    X = rng.normal(size=(n_points, d)).astype(dtype)
-    pairs = rng.choice(n_points, size=(150, 2))
+    monkeypatch.setattr(linalg, "LAPLACIAN_MIN_SAVING", -np.inf if laplacian else np.inf)
+    rng = np.random.default_rng(d)
+    X = rng.normal(size=(40, d)).astype(dtype)
+    pairs = rng.choice(40, size=(150, 2))
     pairs = pairs[pairs[:, 0] != pairs[:, 1]]
     Z64 = X.astype(np.float64)[pairs[:, 0]] - X.astype(np.float64)[pairs[:, 1]]
-    top = GramTopEigenvector(X, pairs, threshold=1e-3)
+    top = GramTopEigenvector(X, pairs, threshold=1e-3, signed=signed)
+    assert (top._laplacian is not None) == (laplacian and d > COMPILED_GRAM_MAX_DIM)
     for call in range(3):
         w = rng.exponential(size=len(pairs)) * (rng.choice([-1, 1], len(pairs)) if signed else 1)
         w[rng.choice(len(pairs), 40, replace=False)] *= 1e-6  # below 1e-3 of the largest
@@ -90,3 +95,14 @@ def test_gram_top_eigenvector_is_numpys_over_the_pairs_kept(d, n_points, signed,
         assert abs(abs(v @ V[:, -1]) - 1) < 1e2 * eps * np.abs(lam).max() / gap
         np.testing.assert_allclose(value, lam[-1], rtol=1e2 * eps)
         np.testing.assert_allclose(p, (Z64 @ v) ** 2, rtol=1e2 * eps, atol=1e2 * eps * d)
+
+
+def test_the_pair_laplacian_is_used_where_it_saves_flops():
+    # USPS's DML-eig pairs: 19 542 of 6 514 points in d = 256 (syrk 1.28 Gflop, Laplacian 0.85)
+    assert uses_pair_laplacian(6514, 19542, 256, signed=False)
+    # breast cancer's: 1 197 of 399 in d = 30 saves 0.36 Mflop, below the Laplacian's overhead
+    assert not uses_pair_laplacian(399, 1197, 30, signed=False)
+    # LMNN-eig's signed rows there (1 931): a GEMM of 3.5 Mflop against 0.7
+    assert uses_pair_laplacian(399, 1931, 30, signed=True)
+    assert uses_pair_laplacian(100, 150, 256, signed=True)  # a GEMM over 150 rows vs 2·100
+    assert not uses_pair_laplacian(100, 90, 256, signed=True)  # fewer pairs than points

@@ -29,6 +29,12 @@ DENSE_EIGH_MAX_DIM = 64
 #: 1614 × 8 rows: 16 µs against 57 µs), while from d ≈ 30 on its blocked kernel is faster
 COMPILED_GRAM_MAX_DIM = 24
 
+#: :class:`GramTopEigenvector` forms its matrix from the pair Laplacian (a sparse product and an
+#: n×d×d GEMM) where that saves more than this many flops per call over the product on the
+#: difference rows: about the Laplacian's fixed per-call cost (DML-eig on breast cancer, 1197
+#: pairs of 399 points in d = 30, a saving of 0.36 Mflop, ran 1.6× slower with it)
+LAPLACIAN_MIN_SAVING = 1e6
+
 #: the compiled reductions may reorder their sums (vectorised); no finite-math assumption
 _REDUCTION_JIT_OPTIONS = {**JIT_OPTIONS, "fastmath": {"reassoc", "contract"}}
 
@@ -128,9 +134,10 @@ class GramTopEigenvector:
     - ``d ≤ COMPILED_GRAM_MAX_DIM``: the lower triangle of ``G`` and the projections are compiled
       passes over the transposed difference rows (contiguous per feature, so the sums over rows
       vectorise), accumulated in float64 also for float32 points;
-    - more than twice as many pairs as points: ``G = X̄ᵀ L_u X̄`` with the pairs' weighted graph
-      Laplacian (:class:`PairOuterSum`: one sparse product and one n×d×d GEMM instead of an
-      n_pairs×d×d one), and the projections ``((X̄v)_a − (X̄v)_b)²`` from one n×d product;
+    - where :func:`uses_pair_laplacian` (it saves flops: many more pairs than points):
+      ``G = X̄ᵀ L_u X̄`` with the pairs' weighted graph Laplacian (:class:`PairOuterSum`: one
+      sparse product and one n×d×d GEMM instead of an n_pairs×d×d one), and the projections
+      ``((X̄v)_a − (X̄v)_b)²`` from one n×d product;
     - otherwise one BLAS product over the difference rows kept (for ``w ≥ 0`` gathered and scaled
       by ``√w``, for ``syrk``, into a buffer as large as the rows that every call reuses), the
       projections one GEMV, in the points' precision.
@@ -145,9 +152,13 @@ class GramTopEigenvector:
         Rows ``(a, b)``: the pair differences ``points[a] − points[b]``.
     threshold : float
         Relative weight below which a pair is left out of ``G``.
+    signed : bool, default=False
+        Whether the weights may be negative (LMNN-eig), which makes the product on the rows a
+        GEMM instead of a ``syrk``.
     """
 
-    def __init__(self, points: np.ndarray, pairs: np.ndarray, threshold: float):
+    def __init__(self, points: np.ndarray, pairs: np.ndarray, threshold: float,
+                 signed: bool = False):
         self.pairs = np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
         self.threshold = threshold
         n, d = points.shape
@@ -156,7 +167,7 @@ class GramTopEigenvector:
         if d <= COMPILED_GRAM_MAX_DIM:
             self._rows_t = np.ascontiguousarray(pair_differences(points, self.pairs).T)
             self._gram = np.empty((d, d))
-        elif len(self.pairs) > 2 * n:
+        elif uses_pair_laplacian(n, len(self.pairs), d, signed):
             self._laplacian = PairOuterSum(points, self.pairs)
         else:
             self._rows = pair_differences(points, self.pairs)
@@ -192,6 +203,15 @@ class GramTopEigenvector:
         self._v = v
         p = (Z @ v.astype(Z.dtype)).astype(np.float64) ** 2
         return v, p, float(w[keep] @ p[keep])
+
+
+def uses_pair_laplacian(n: int, n_pairs: int, d: int, signed: bool) -> bool:
+    """Whether :class:`GramTopEigenvector` forms ``Σ_r w_r z_r z_rᵀ`` over ``n_pairs`` pair
+    differences of ``n`` points in ``d > COMPILED_GRAM_MAX_DIM`` from the pair Laplacian: when its
+    ``2 n d²`` flops undercut the rows' product (``n_pairs d²`` for a ``syrk``, twice that for
+    signed weights) by more than ``LAPLACIAN_MIN_SAVING``."""
+    rows = (2 if signed else 1) * n_pairs * d ** 2
+    return rows - 2 * n * d ** 2 > LAPLACIAN_MIN_SAVING
 
 
 @njit(**_REDUCTION_JIT_OPTIONS)

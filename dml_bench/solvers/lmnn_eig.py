@@ -183,7 +183,7 @@ class LMNNEig(MetricLearner):
         vecs, alphas = [], []  # S-vertex v/√γ, or 0 for a ξ-vertex (see _assemble_iterate)
         trace = {k: [] for k in ("objective", "min_value", "gap", "slack_step", "time")}
 
-        top = GramTopEigenvector(points, pairs, self.weight_threshold)
+        top = GramTopEigenvector(points, pairs, self.weight_threshold, signed=True)
 
         row_w = np.empty(n_rows)
 
