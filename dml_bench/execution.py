@@ -24,6 +24,10 @@ from .results import RunStore, TaskClaims
 
 BLAS_THREADS = 1
 
+#: where a local dask cluster serves its HTTP endpoints (dashboard, health): loopback, any free
+#: port (``None`` would still bind the default 8787, which two runs on one machine share)
+LOOPBACK_ANY_PORT = "127.0.0.1:0"
+
 
 class SchedulerUnreachable(DMLBenchError):
     """``backend: dask`` with a ``scheduler`` address that cannot be connected to."""
@@ -219,5 +223,6 @@ def _dask_client(scheduler: str | None, n_jobs: int):
         return
     n_workers = n_jobs if n_jobs > 0 else os.cpu_count()
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                      host="127.0.0.1", dashboard_address=None) as cluster, Client(cluster) as client:
+                      host="127.0.0.1", dashboard_address=LOOPBACK_ANY_PORT) as cluster, \
+            Client(cluster) as client:
         yield client

@@ -46,7 +46,7 @@ def test_board_on_a_dask_scheduler_equals_the_sequential_board(tmp_path):
     config = tmp_path / "board.yaml"
     config.write_text(yaml.safe_dump(BOARD, sort_keys=False))
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, host="127.0.0.1",
-                      protocol="tcp", dashboard_address=None) as cluster, \
+                      protocol="tcp", dashboard_address="127.0.0.1:0") as cluster, \
             Client(cluster) as client, get_task_stream(client) as stream:
         result = CliRunner().invoke(main, ["leaderboard", "--config", str(config), "--backend",
                                            "dask", "--scheduler", cluster.scheduler_address,

@@ -145,7 +145,7 @@ def test_dask_local_cluster_matches_loky(tmp_path, monkeypatch):
     kwargs, cluster = clusters[0]
     assert kwargs["host"] == "127.0.0.1" and kwargs["n_workers"] == 2
     assert kwargs["threads_per_worker"] == 1
-    assert kwargs.get("dashboard_address") is None
+    assert kwargs["dashboard_address"] == "127.0.0.1:0"  # loopback, a free port
     assert "clos" in str(cluster.status).lower()
 
 
