@@ -106,3 +106,5 @@ def test_the_pair_laplacian_is_used_where_it_saves_flops():
     assert uses_pair_laplacian(399, 1931, 30, signed=True)
     assert uses_pair_laplacian(100, 150, 256, signed=True)  # a GEMM over 150 rows vs 2·100
     assert not uses_pair_laplacian(100, 90, 256, signed=True)  # fewer pairs than points
+    # DEXTER's 900 pairs of 300 points in d = 5000: Lanczos on the rows, never forming the matrix
+    assert not uses_pair_laplacian(300, 900, 5000, signed=False)

@@ -209,7 +209,11 @@ def uses_pair_laplacian(n: int, n_pairs: int, d: int, signed: bool) -> bool:
     """Whether :class:`GramTopEigenvector` forms ``Σ_r w_r z_r z_rᵀ`` over ``n_pairs`` pair
     differences of ``n`` points in ``d > COMPILED_GRAM_MAX_DIM`` from the pair Laplacian: when its
     ``2 n d²`` flops undercut the rows' product (``n_pairs d²`` for a ``syrk``, twice that for
-    signed weights) by more than ``LAPLACIAN_MIN_SAVING``."""
+    signed weights) by more than ``LAPLACIAN_MIN_SAVING``. Not where the rows are so few that
+    :func:`top_eigenvector` never forms the matrix (``4 n_pairs < d``: Lanczos on the rows; on the
+    DEXTER sweep, d = 5000, forming it made an iteration 1.3× slower)."""
+    if d > DENSE_EIGH_MAX_DIM and 4 * n_pairs < d:
+        return False
     rows = (2 if signed else 1) * n_pairs * d ** 2
     return rows - 2 * n * d ** 2 > LAPLACIAN_MIN_SAVING
 
