@@ -8,7 +8,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from dml_bench.solvers import DMLEig
 from dml_bench.solvers.dml_eig import _assemble_iterate
-from dml_bench.solvers.linalg import components_from_psd, top_eigenvector, weighted_outer_sum
+from dml_bench.solvers.linalg import (COMPILED_GRAM_MAX_DIM, components_from_psd, top_eigenvector,
+                                      weighted_outer_sum)
 from problems import diffs, random_pair_problem
 
 cp = pytest.importorskip("cvxpy")
@@ -45,6 +46,39 @@ def test_reaches_the_sdp_optimum_of_eq3(seed):
     assert achieved == pytest.approx(model.objective_, rel=1e-8)
     assert achieved <= opt * (1 + 1e-6)  # a feasible point cannot beat the optimum
     assert (opt - achieved) / opt < 1e-3
+
+
+@pytest.mark.parametrize("d", [5, COMPILED_GRAM_MAX_DIM + 2])  # the compiled loop; the Python one
+def test_reaches_the_optimum_of_the_smoothed_problem(d):
+    """The smoothed Eq. (19), ``max_{S ⪰ 0, tr S = 1} −μ ln Σ_τ exp(−z̃_τᵀ S z̃_τ / μ)`` over the
+    whitened differences ``z̃ = L⁻¹(x_i − x_j)``, ``X_S = L Lᵀ``, solved by cvxpy. The value of
+    cvxpy's S (made exactly feasible) is a lower bound on the optimum, computed here: every
+    iterate is within its Frank–Wolfe duality gap of it (the gap bounds the sub-optimality), no
+    iterate beats it by more than the accuracy of cvxpy's solution, and the last one is within
+    1 % of it."""
+    X, c = tiny_problem(d, d=d, n=3 * d, n_similar=4 * d, n_dissimilar=3 * d)
+    mu = 1e-2
+    model = fit(X, c, mu=mu, max_iter=5000, tol=0, ridge=0)
+    Ds, Dd = diffs(X, c.similar), diffs(X, c.dissimilar)
+    Z = np.linalg.solve(np.linalg.cholesky(Ds.T @ Ds), Dd.T).T
+
+    def f_mu(S):
+        q = np.einsum("ij,jk,ik->i", Z, S, Z)
+        return q.min() - mu * np.log(np.exp(-(q - q.min()) / mu).sum())
+
+    S = cp.Variable((d, d), PSD=True)
+    q = cp.sum(cp.multiply(Z @ S, Z), axis=1)
+    with warnings.catch_warnings():  # "may be inaccurate" near these tolerances: the bound
+        warnings.simplefilter("ignore", UserWarning)  # below is evaluated exactly all the same
+        cp.Problem(cp.Minimize(cp.log_sum_exp(-q / mu)), [cp.trace(S) == 1]).solve(
+            solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    lam, U = np.linalg.eigh(S.value)
+    lam = np.clip(lam, 0, None)
+    f_lower = f_mu((U * (lam / lam.sum())) @ U.T)  # ≤ the optimum: a feasible S
+    f, gap = model.trace_["objective"], model.trace_["gap"]
+    assert np.all(f_lower - f <= gap + 1e-12 * abs(f_lower))
+    assert np.all(f <= f_lower + 1e-6 * abs(f_lower))  # cvxpy's S is optimal to ~1e-8
+    assert f_lower - f[-1] <= 1e-2 * abs(f_lower)
 
 
 def test_gap_to_optimum_obeys_theorem7_and_shrinks():

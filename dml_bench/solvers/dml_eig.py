@@ -24,12 +24,15 @@ import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
 
 from .base import MetricLearner
-from numba import njit
+from numba import njit, objmode
 
-from .linalg import (JIT_OPTIONS, GramTopEigenvector, components_from_psd, pair_differences,
-                     pair_sq_distances, weighted_outer_sum)
+from .linalg import (JIT_OPTIONS, GramTopEigenvector, compiled_gram_top_eigenvector,
+                     components_from_psd, pair_differences, pair_sq_distances,
+                     weighted_outer_sum)
 
 STOPPING_RULES = ("gap", "objective")
+#: the columns of the per-iteration trace (``trace_``)
+TRACE_KEYS = ("objective", "min_distance", "gap", "time")
 SCALINGS = ("unit_mean", "none")
 
 
@@ -127,42 +130,93 @@ class DMLEig(MetricLearner):
         L, points, c2 = whiten(X, constraints.similar, pairs, self.ridge, self.ridge_mode,
                                self.scale)
         d = X.shape[1]
-        mu = self.mu
         q = pair_sq_distances(points, pairs) / d  # q_τ = ‖z̃_τ‖²/d at S_1 = I/d
-        vecs, alphas = [], []  # S_t = (1 − α_1)…(1 − α_{t−1}) I/d + Σ_j α_j Π_{i>j}(1 − α_i) v_j v_jᵀ
-        trace = {k: [] for k in ("objective", "min_distance", "gap", "time")}
         vertex = GramTopEigenvector(points, pairs, self.weight_threshold)
-        converged, f_prev = False, np.inf
-        for t in range(1, self.max_iter + 1):
-            f_mu, v, p, gap = _frank_wolfe_vertex(vertex, q, mu)
-            if self.stopping == "objective" and abs(f_mu - f_prev) < self.tol:
-                converged = True
-                break
-            for key, val in zip(trace, (f_mu, q.min(), gap, time.perf_counter() - start)):
-                trace[key].append(val)
-            if self.stopping == "gap" and gap <= self.tol * abs(f_mu):
-                converged = True
-                break
-            alpha = 2.0 / (t + 1)
-            q = (1 - alpha) * q + alpha * p
-            vecs.append(v)
-            alphas.append(alpha)
-            f_prev = f_mu
+        # S_t = (1 − α_1)…(1 − α_{t−1}) I/d + Σ_j α_j Π_{i>j}(1 − α_i) v_j v_jᵀ: the rows of
+        # `vecs` and `alphas`; one `trace` row (f_μ, f, gap, time) per iteration evaluated
+        vecs, alphas = np.empty((self.max_iter, d)), np.empty(self.max_iter)
+        trace = np.empty((self.max_iter, len(TRACE_KEYS)))
+        settings = (self.mu, self.tol, self.max_iter, self.stopping == "objective", start)
+        if vertex.compiled is not None:
+            n_traced, n_steps, converged, f_mu, gap = _compiled_frank_wolfe(
+                *vertex.compiled, self.weight_threshold, q, *settings, vecs, alphas, trace)
+        else:
+            n_traced, n_steps, converged, f_mu, gap = _frank_wolfe(
+                vertex, q, *settings, vecs, alphas, trace)
         if not converged:
             warnings.warn(f"DML-eig did not converge in {self.max_iter} iterations "
-                          f"(last duality gap {trace['gap'][-1]:.3g})", ConvergenceWarning)
-            # the returned iterate is one step past the last gap evaluated in the loop
-            f_mu, _, _, gap = _frank_wolfe_vertex(vertex, q, mu)
-        S = _assemble_iterate(np.array(vecs).reshape(-1, d), np.array(alphas), d)
+                          f"(last duality gap {trace[n_traced - 1, 2]:.3g})", ConvergenceWarning)
+        S = _assemble_iterate(vecs[:n_steps], alphas[:n_steps], d)
         L_inv = scipy.linalg.solve_triangular(L, np.eye(d), lower=True)
         self.components_ = components_from_psd(S, right=L_inv)
         self.metric_ = self.components_.T @ self.components_
         self.objective_ = float(q.min() / c2)
         self.scale_ = float(c2)
-        self.n_iter_ = len(trace["gap"])
-        self.converged_ = converged
+        self.n_iter_ = n_traced
+        self.converged_ = bool(converged)
         self.optimality_ = float(gap / abs(f_mu))
-        self.trace_ = {k: np.asarray(vals) for k, vals in trace.items()}
+        self.trace_ = {k: trace[:n_traced, i].copy() for i, k in enumerate(TRACE_KEYS)}
+
+
+def _frank_wolfe(vertex, q, mu, tol, max_iter, objective_rule, start, vecs, alphas, trace):
+    """Table 1's loop from the values ``q`` of ``S_1`` (updated in place to those of the returned
+    iterate): per iteration t, the vertex ``v_t`` and ``α_t = 2/(t + 1)`` into row t − 1 of
+    ``vecs`` / ``alphas`` and ``(f_μ, min q, gap, seconds since start)`` into ``trace``, until
+    the stopping rule holds (``objective_rule``: ``|f_μ(S_t) − f_μ(S_{t−1})| < tol``, else the
+    relative duality gap ``gap ≤ tol · |f_μ|``) or ``max_iter``.
+
+    Returns ``(n_traced, n_steps, converged, f_μ, gap)``: the trace rows and steps written, and
+    ``f_μ`` and the duality gap at the returned iterate (one step past the last traced one when
+    the loop ends at ``max_iter``). :func:`_compiled_frank_wolfe` is the same loop compiled, for
+    the compiled branch of :class:`linalg.GramTopEigenvector`, where the per-iteration work is a
+    few microseconds and calls from Python would cost more than it (pima: 3× faster).
+    """
+    f_prev = np.inf
+    for t in range(1, max_iter + 1):
+        f_mu, v, p, gap = _frank_wolfe_vertex(vertex, q, mu)
+        if objective_rule and abs(f_mu - f_prev) < tol:
+            return t - 1, t - 1, True, f_mu, gap
+        trace[t - 1] = f_mu, q.min(), gap, time.perf_counter() - start
+        if not objective_rule and gap <= tol * abs(f_mu):
+            return t, t - 1, True, f_mu, gap
+        alpha = 2.0 / (t + 1)
+        q *= 1 - alpha
+        q += alpha * p
+        vecs[t - 1], alphas[t - 1] = v, alpha
+        f_prev = f_mu
+    f_mu, _, _, gap = _frank_wolfe_vertex(vertex, q, mu)
+    return max_iter, max_iter, False, f_mu, gap
+
+
+@njit(**{**JIT_OPTIONS, "nogil": False})  # it holds the GIL: the clock is read in object mode
+def _compiled_frank_wolfe(rows_t, dsyevr, workspace, threshold, q, mu, tol, max_iter,
+                          objective_rule, start, vecs, alphas, trace):
+    """:func:`_frank_wolfe` compiled, on the compiled branch of :class:`GramTopEigenvector`
+    (its ``compiled`` arguments and ``threshold`` first); the clock is read in object mode."""
+    n = q.shape[0]
+    w, p = np.empty(n), np.empty(n)
+    f_prev = np.inf
+    for t in range(1, max_iter + 1):
+        f_mu = _smoothed_min_into(q, mu, w)
+        v, lam = compiled_gram_top_eigenvector(rows_t, dsyevr, workspace, w, threshold, p)
+        gap = lam - w @ q
+        if objective_rule and abs(f_mu - f_prev) < tol:
+            return t - 1, t - 1, True, f_mu, gap
+        with objmode(now="float64"):
+            now = time.perf_counter()
+        trace[t - 1, 0], trace[t - 1, 1] = f_mu, q.min()
+        trace[t - 1, 2], trace[t - 1, 3] = gap, now - start
+        if not objective_rule and gap <= tol * abs(f_mu):
+            return t, t - 1, True, f_mu, gap
+        alpha = 2.0 / (t + 1)
+        for r in range(n):
+            q[r] = (1 - alpha) * q[r] + alpha * p[r]
+        vecs[t - 1] = v
+        alphas[t - 1] = alpha
+        f_prev = f_mu
+    f_mu = _smoothed_min_into(q, mu, w)
+    lam = compiled_gram_top_eigenvector(rows_t, dsyevr, workspace, w, threshold, p)[1]
+    return max_iter, max_iter, False, f_mu, lam - w @ q
 
 
 def _frank_wolfe_vertex(vertex: GramTopEigenvector, q: np.ndarray, mu: float):

@@ -8,6 +8,7 @@ computed row-wise.
 
 from __future__ import annotations
 
+import ctypes
 import os
 
 import numpy as np
@@ -15,6 +16,7 @@ import scipy.linalg
 import scipy.linalg.lapack
 import scipy.sparse
 from numba import njit
+from numba.extending import get_cython_function_address
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
 #: numba options of every compiled kernel of the solvers: compiled once per machine (on-disk
@@ -155,6 +157,13 @@ class GramTopEigenvector:
     signed : bool, default=False
         Whether the weights may be negative (LMNN-eig), which makes the product on the rows a
         GEMM instead of a ``syrk``.
+
+    Attributes
+    ----------
+    compiled : tuple or None
+        In the compiled branch, the arguments ``(rows_t, dsyevr, workspace)`` that
+        :func:`compiled_gram_top_eigenvector` takes before ``w``, so that a compiled solver loop
+        can call it without a return to Python; None in the other branches.
     """
 
     def __init__(self, points: np.ndarray, pairs: np.ndarray, threshold: float,
@@ -163,10 +172,10 @@ class GramTopEigenvector:
         self.threshold = threshold
         n, d = points.shape
         self._v, self._buffer = None, None  # the Lanczos warm start; the rows scaled by √w
-        self._rows = self._rows_t = self._laplacian = None
+        self._rows = self._laplacian = self.compiled = None
         if d <= COMPILED_GRAM_MAX_DIM:
-            self._rows_t = np.ascontiguousarray(pair_differences(points, self.pairs).T)
-            self._gram = np.empty((d, d))
+            self.compiled = (np.ascontiguousarray(pair_differences(points, self.pairs).T),
+                             DSYEVR, top_eigenpair_workspace(d))
         elif uses_pair_laplacian(n, len(self.pairs), d, signed):
             self._laplacian = PairOuterSum(points, self.pairs)
         else:
@@ -175,12 +184,11 @@ class GramTopEigenvector:
     def __call__(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """``(v, p, λ)``: the unit top eigenvector ``v`` of ``G(w)`` (float64), ``p_r = (z_rᵀ v)²``
         for every pair (float64) and ``λ = vᵀ G(w) v = Σ_{r kept} w_r p_r``, its eigenvalue."""
-        keep_min = self.threshold * np.abs(w).max()
-        if self._rows_t is not None:
-            _masked_gram_lower(self._rows_t, w, keep_min, self._gram)
-            v = leading_eigenvector(self._gram)
+        if self.compiled is not None:
             p = np.empty(len(w))
-            return v, p, _squared_projections(self._rows_t, v, w, keep_min, p)
+            v, lam = compiled_gram_top_eigenvector(*self.compiled, w, self.threshold, p)
+            return v, p, lam
+        keep_min = self.threshold * np.abs(w).max()
         kept = np.abs(w) >= keep_min
         if self._laplacian is not None:
             u = np.where(kept, w, 0.0)
@@ -216,6 +224,62 @@ def uses_pair_laplacian(n: int, n_pairs: int, d: int, signed: bool) -> bool:
         return False
     rows = (2 if signed else 1) * n_pairs * d ** 2
     return rows - 2 * n * d ** 2 > LAPLACIAN_MIN_SAVING
+
+
+#: LAPACK ``dsyevr`` as a C function pointer (scipy's ``cython_lapack``), for compiled code to call
+#: without returning to Python. It is passed to the compiled functions as an argument: a global
+#: ctypes pointer would stop numba from caching them on disk
+DSYEVR = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 21)(
+    get_cython_function_address("scipy.linalg.cython_lapack", "dsyevr"))
+
+
+def top_eigenpair_workspace(d: int) -> tuple:
+    """The arrays that :func:`compiled_top_eigenpair` passes to ``dsyevr`` for a d×d matrix: the
+    matrix (overwritten), the eigenvector, the eigenvalue, the real and integer work arrays,
+    the integer and real scalar arguments, and ``jobz``, ``range``, ``uplo`` = V, I, L (the
+    ``il = iu = d``-th eigenpair: the largest)."""
+    ints = np.array([d, d, d, d, 0, d, 26 * d, 10 * d, 0, 0, 0], dtype=np.int32)
+    # n, lda, il, iu, m (out), ldz, lwork, liwork, info (out), isuppz[2]
+    return (np.empty((d, d)), np.empty(d), np.empty(d), np.empty(26 * d),
+            np.empty(10 * d, dtype=np.int32), ints, np.zeros(3),
+            np.frombuffer(b"VIL", dtype=np.uint8).copy())
+
+
+@njit(**JIT_OPTIONS)
+def compiled_top_eigenpair(dsyevr, workspace):
+    """Compiled :func:`leading_eigenvector`: the largest eigenvalue and its unit eigenvector of the
+    symmetric matrix in ``workspace[0]`` (a :func:`top_eigenpair_workspace`; both triangles
+    filled, as LAPACK reads the C array's upper one; overwritten) by LAPACK ``dsyevr``. Returns
+    ``(λ, v)``, ``v`` a view of the workspace."""
+    G, v, lam, work, iwork, ints, reals, chars = workspace
+    dsyevr(chars[0:].ctypes, chars[1:].ctypes, chars[2:].ctypes, ints[0:].ctypes, G.ctypes,
+           ints[1:].ctypes, reals[0:].ctypes, reals[1:].ctypes, ints[2:].ctypes, ints[3:].ctypes,
+           reals[2:].ctypes, ints[4:].ctypes, lam.ctypes, v.ctypes, ints[5:].ctypes,
+           ints[9:].ctypes, work.ctypes, ints[6:].ctypes, iwork.ctypes, ints[7:].ctypes,
+           ints[8:].ctypes)
+    if ints[8] != 0:
+        raise np.linalg.LinAlgError("LAPACK dsyevr failed")
+    return lam[0], v
+
+
+@njit(**JIT_OPTIONS)
+def compiled_gram_top_eigenvector(rows_t, dsyevr, workspace, w, threshold, p):
+    """The compiled branch of :class:`GramTopEigenvector` in one call: ``G`` over the pairs with
+    ``|w_r| ≥ threshold · max|w|`` from the transposed rows ``rows_t`` (d, n_pairs), its top
+    eigenvector ``v`` (a copy), the squared projections ``p_r = (z_rᵀ v)²`` of every pair into
+    ``p``, and ``λ = Σ_{r kept} w_r p_r``. Returns ``(v, λ)``."""
+    w_max = 0.0
+    for r in range(w.shape[0]):
+        w_max = max(w_max, abs(w[r]))
+    keep_min = threshold * w_max
+    G = workspace[0]
+    _masked_gram_lower(rows_t, w, keep_min, G)
+    d = G.shape[0]
+    for i in range(d):
+        for j in range(i):
+            G[j, i] = G[i, j]
+    v = compiled_top_eigenpair(dsyevr, workspace)[1].copy()
+    return v, _squared_projections(rows_t, v, w, keep_min, p)
 
 
 @njit(**_REDUCTION_JIT_OPTIONS)
