@@ -41,6 +41,7 @@ from threadpoolctl import threadpool_limits
 
 from dml_bench import __version__
 from dml_bench.config import DatasetEntry, SolverEntry
+from dml_bench.constraints import Constraints
 from bench_float32 import mcnemar_p  # benchmarks/, beside this script
 from dml_bench.evaluate import knn_predict
 from dml_bench.preprocess import Preprocessing
@@ -56,6 +57,13 @@ METHODS = {"LMNN": ("lmnn", "LMNN"), "ITML": ("itml", "ITML_Supervised"),
 #: sweeps over digits' 7 572 pairs)
 VARIANTS = {"ITML, metric-learn's stopping rule": (
     "ITML", {"tol": 1e-3, "max_iter": 1000, "max_proj": 10 ** 12})}
+#: our solver fitted on the very problem a metric-learn fit solved (its pairs and bounds, returned
+#: by the worker) with metric-learn's constants and stopping rule: the two implementations of one
+#: algorithm on one problem, so the time ratio compares the implementations (the rows above
+#: compare the libraries' defaults, which pose different problems: our k-NN pairs outnumber
+#: ``ITML_Supervised``'s 20·c² random ones 30×)
+SAME_PROBLEM = {"ITML, metric-learn's pairs, bounds and stopping rule": (
+    "ITML", {"gamma": 1.0, "tol": 1e-3, "max_iter": 1000, "max_proj": 10 ** 12})}
 DATASETS = ("wine", "breast_cancer", "digits")
 PINS = ("metric-learn==0.7.0", "scikit-learn==1.5.2", "numpy==1.26.4", "scipy==1.13.1")
 VENV_ENV = "DMLBENCH_METRIC_LEARN_VENV"
@@ -97,16 +105,18 @@ def task(dataset: str, split: int, solver: str, params: dict | None = None) -> T
 
 
 def our_solvers(methods) -> dict[str, tuple[str, dict]]:
-    """``method → (our solver, its parameters)`` for the methods and variants in ``methods``."""
+    """``method → (our solver, its parameters)`` for the methods and variants in ``methods``
+    (not the :data:`SAME_PROBLEM` ones, which need metric-learn's problem)."""
     ours = {method: (solver, {}) for method, (solver, _) in METHODS.items()}
     ours.update({variant: (METHODS[base][0], params)
                  for variant, (base, params) in VARIANTS.items()})
-    return {method: ours[method] for method in methods}
+    return {method: ours[method] for method in methods if method in ours}
 
 
 def base_method(method: str) -> str:
     """The method whose metric-learn fits a variant is compared with (a method: itself)."""
-    return VARIANTS[method][0] if method in VARIANTS else method
+    variants = {**VARIANTS, **SAME_PROBLEM}
+    return variants[method][0] if method in variants else method
 
 
 def our_rows(dataset: str, split: int, methods=(*METHODS, *VARIANTS)) -> list[dict]:
@@ -114,23 +124,45 @@ def our_rows(dataset: str, split: int, methods=(*METHODS, *VARIANTS)) -> list[di
     rows = []
     for method, (solver, params) in our_solvers(methods).items():
         t = task(dataset, split, solver, params)
-        X_train, y_train, X_test, y_test, constraints, _, seed = prepare_split(t)
-        model, wall, cpu = fit_task_solver(t, X_train, y_train, constraints)
-        correct = knn_predict(model.transform(X_train), y_train, model.transform(X_test)) == y_test
-        rows.append({"dataset": dataset, "method": method, "implementation": "dml_bench",
-                     "estimator": solver, "split": split, "seed": seed, "n_train": len(y_train),
-                     "n_test": len(y_test), "n_features": X_train.shape[1], "fit_time": wall,
-                     "fit_cpu_time": cpu,
-                     "error": 1 - correct.mean(), "correct": _bits(correct),
-                     "n_iter": getattr(model, "n_iter_", None),
-                     "converged": getattr(model, "converged_", None), "version": __version__})
+        part = prepare_split(t)
+        rows.append(our_fit(t, method, part, part[4]))
     return rows
 
 
+def same_problem_rows(dataset: str, parts: dict, problems: dict, methods) -> list[dict]:
+    """One row per :data:`SAME_PROBLEM` method in ``methods`` and split with metric-learn's
+    problem (``problems[split] = (pairs, n_similar, bounds)``): our solver on those pairs, with
+    those bounds and the variant's parameters, on the split's prepared data ``parts[split]``."""
+    rows = []
+    for method in (m for m in methods if m in SAME_PROBLEM):
+        base, params = SAME_PROBLEM[method]
+        for split, (pairs, n_similar, bounds) in problems.items():
+            t = task(dataset, split, METHODS[base][0], {**params, "bounds": tuple(bounds)})
+            constraints = Constraints(pairs[:n_similar], pairs[n_similar:],
+                                      np.zeros((0, 3), dtype=int))
+            rows.append(our_fit(t, method, parts[split], constraints))
+    return rows
+
+
+def our_fit(t: Task, method: str, part: tuple, constraints: Constraints) -> dict:
+    """Our row of ``method``: task ``t`` fitted on the prepared split ``part`` (as
+    :func:`~dml_bench.tasks.prepare_split` returns it) with ``constraints``."""
+    X_train, y_train, X_test, y_test, *_, seed = part
+    model, wall, cpu = fit_task_solver(t, X_train, y_train, constraints)
+    correct = knn_predict(model.transform(X_train), y_train, model.transform(X_test)) == y_test
+    return {"dataset": t.dataset.name, "method": method, "implementation": "dml_bench",
+            "estimator": t.solver.name, "split": t.split, "seed": seed, "n_train": len(y_train),
+            "n_test": len(y_test), "n_features": X_train.shape[1], "fit_time": wall,
+            "fit_cpu_time": cpu, "error": 1 - correct.mean(), "correct": _bits(correct),
+            "n_iter": getattr(model, "n_iter_", None),
+            "converged": getattr(model, "converged_", None), "version": __version__}
+
+
 def metric_learn_rows(python: Path, dataset: str, n_splits: int, methods=tuple(METHODS)
-                      ) -> list[dict]:
+                      ) -> tuple[list[dict], dict, dict]:
     """One row per method (of ``methods``) and split for metric-learn, fitted by the worker in
-    ``python``."""
+    ``python``; the prepared splits; and per split the problem its ITML solved
+    (``(pairs, n_similar, bounds)``, for :func:`same_problem_rows`)."""
     # the split, its preprocessing and constraints do not depend on the task's solver
     parts = {split: prepare_split(task(dataset, split, "euclidean")) for split in range(n_splits)}
     with tempfile.TemporaryDirectory() as tmp:
@@ -146,11 +178,11 @@ def metric_learn_rows(python: Path, dataset: str, n_splits: int, methods=tuple(M
         if done.returncode:
             lines = done.stderr.strip().splitlines() or ["no output"]
             print(f"metric-learn on {dataset} failed: {lines[-1]}", flush=True)
-            return []
+            return [], parts, {}
         result = json.loads(Path(f"{out}.json").read_text())
         points = dict(np.load(f"{out}.npz"))
     method_of = {cls: method for method, (_, cls) in METHODS.items()}
-    rows = []
+    rows, problems = [], {}
     for fit in result["fits"]:
         cls, split = fit["class"], fit["split"]
         if "failed" in fit:
@@ -167,7 +199,9 @@ def metric_learn_rows(python: Path, dataset: str, n_splits: int, methods=tuple(M
                      "fit_cpu_time": fit.get("fit_cpu_time"),
                      "n_iter": fit.get("n_iter"), "converged": fit.get("converged"),
                      "version": result["version"], "failure": fit.get("failed")})
-    return rows
+        if "bounds" in fit:
+            problems[split] = (points[f"{cls}_{split}_pairs"], fit["n_similar"], fit["bounds"])
+    return rows, parts, problems
 
 
 def _bits(correct: np.ndarray) -> str:
@@ -218,7 +252,7 @@ def main(argv=None) -> None:
     ap.add_argument("--splits", type=int, default=3)
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
     ap.add_argument("--quick", action="store_true", help="wine only, one split")
-    ap.add_argument("--methods", nargs="+", choices=[*METHODS, *VARIANTS],
+    ap.add_argument("--methods", nargs="+", choices=[*METHODS, *VARIANTS, *SAME_PROBLEM],
                     help="fit only these (metric-learn: the methods among them) and replace "
                          "their rows in --out's metric_learn.csv, keeping the others")
     ap.add_argument("--no-metric-learn", action="store_true", help="our side only, no venv")
@@ -234,21 +268,26 @@ def main(argv=None) -> None:
             python = metric_learn_python(args.venv)
         except Unavailable as exc:
             print(f"metric-learn skipped: cannot build {args.venv}: {exc}", flush=True)
-    methods = args.methods or [*METHODS, *VARIANTS]
-    theirs = [method for method in methods if method in METHODS]
+    methods = args.methods or [*METHODS, *VARIANTS, *SAME_PROBLEM]
+    theirs = list(dict.fromkeys(base_method(m) for m in methods if m not in VARIANTS))
+    if not python and any(m in SAME_PROBLEM for m in methods):
+        print("skipped (they need metric-learn's problems): "
+              + ", ".join(m for m in methods if m in SAME_PROBLEM), flush=True)
     rows = []
     with threadpool_limits(1):
         for dataset in datasets:
             for split in range(n_splits):
                 rows += our_rows(dataset, split, methods)
             if python and theirs:
-                rows += metric_learn_rows(python, dataset, n_splits, theirs)
+                ml_rows, parts, problems = metric_learn_rows(python, dataset, n_splits, theirs)
+                rows += ml_rows + same_problem_rows(dataset, parts, problems, methods)
             print(f"{dataset}: {sum(r['dataset'] == dataset for r in rows)} fits", flush=True)
     runs = pd.DataFrame(rows, columns=COLUMNS)
     if args.methods and (out / "metric_learn.csv").is_file():
         kept = pd.read_csv(out / "metric_learn.csv", dtype={"correct": str})
+        ours = [m for m in methods if python or m not in SAME_PROBLEM]
         refitted = kept["dataset"].isin(datasets) & (
-            kept["method"].isin(methods) & (kept["implementation"] == "dml_bench")
+            kept["method"].isin(ours) & (kept["implementation"] == "dml_bench")
             | kept["method"].isin(theirs if python else []))
         runs = pd.concat([kept[~refitted], runs], ignore_index=True)[COLUMNS]
     out.mkdir(parents=True, exist_ok=True)

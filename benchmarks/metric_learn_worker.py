@@ -5,7 +5,10 @@ Runs in the metric-learn virtual environment (numpy, metric-learn, threadpoolctl
 ``y_test_<i>``) and ``<job>.json`` (``{"classes": [...], "seeds": {"<i>": seed}}``); fits each
 class with its defaults (``random_state`` = the split's seed) under one BLAS thread and writes the
 transformed points to ``<out>.npz`` (``<class>_<i>_train`` / ``_test``) and per fit the wall and
-CPU seconds, iterations and convergence to ``<out>.json``.
+CPU seconds, iterations and convergence to ``<out>.json``. For ``ITML_Supervised`` it also writes
+the problem it solved: its pairs (``ITML_Supervised_<i>_pairs``, similar rows first; the draw of
+its ``fit``, repeated with the same seed), their number of similar pairs and its ``bounds_``, so
+that ``bench_metric_learn.py`` can fit our ITML on the same problem.
 
     python metric_learn_worker.py JOB OUT
 """
@@ -17,6 +20,7 @@ import warnings
 
 import metric_learn
 import numpy as np
+from metric_learn.constraints import Constraints
 from threadpoolctl import threadpool_limits
 
 
@@ -30,6 +34,15 @@ def converged(model):
         return None
     last = model.max_iter - (0 if isinstance(model, metric_learn.NCA) else 1)
     return bool(model.n_iter_ < last)
+
+
+def itml_pairs(y, seed):
+    """The pairs ``ITML_Supervised(random_state=seed).fit(X, y)`` draws (metric-learn 0.7.0: 20·c²
+    constraints of ``Constraints(y).positive_negative_pairs``), as one (m, 2) index array with
+    the similar pairs first, and their number."""
+    a, b, c, d = Constraints(y).positive_negative_pairs(20 * len(np.unique(y)) ** 2,
+                                                        random_state=seed)
+    return np.vstack([np.column_stack([a, b]), np.column_stack([c, d])]), len(a)
 
 
 def main(job: str, out: str) -> None:
@@ -52,6 +65,10 @@ def main(job: str, out: str) -> None:
                 if not all(np.isfinite(p).all() for p in points):
                     raise FloatingPointError("non-finite transformed points")
                 arrays[f"{name}_{split}_train"], arrays[f"{name}_{split}_test"] = points
+                if name == "ITML_Supervised":
+                    arrays[f"{name}_{split}_pairs"], record["n_similar"] = itml_pairs(
+                        y_train, seed)
+                    record["bounds"] = [float(b) for b in model.bounds_]
                 n_iter = int(model.n_iter_) if hasattr(model, "n_iter_") else None
                 record.update(n_iter=n_iter, converged=converged(model))
             except Exception as exc:  # one failing fit is reported, the others still run

@@ -74,3 +74,31 @@ def test_paired_p_pools_the_splits_both_implementations_classified(benchmark_scr
         (variant, "dml_bench", "1111"), ("ITML", "dml_bench", "0000"),
         ("ITML", "metric-learn", "0001"))])
     assert bench.paired_p(runs, "wine", variant) == pytest.approx(binomtest(3, 3, 0.5).pvalue)
+
+
+def test_same_problem_rows_fit_our_itml_on_metric_learns_pairs_and_bounds(benchmark_script,
+                                                                          monkeypatch):
+    """The worker's problem (pairs, similar first, and bounds) reaches our ITML unchanged, with
+    metric-learn's constants and stopping rule, and the row compares with metric-learn's ITML."""
+    bench = benchmark_script("bench_metric_learn")
+    method = next(iter(bench.SAME_PROBLEM))
+    part = bench.prepare_split(bench.task("wine", 0, "euclidean"))
+    pairs = np.array([[0, 1], [2, 3], [4, 5], [0, 7], [8, 9]])
+    seen = []
+    fit = bench.fit_task_solver
+
+    def recording(t, X, y, constraints):
+        seen.append((t, constraints))
+        return fit(t, X, y, constraints)
+
+    monkeypatch.setattr(bench, "fit_task_solver", recording)
+    rows = bench.same_problem_rows("wine", {0: part}, {0: (pairs, 2, [1.5, 9.0])},
+                                   [method, "LMNN"])
+    assert len(rows) == 1 and rows[0]["method"] == method and rows[0]["estimator"] == "itml"
+    (t, constraints), = seen
+    np.testing.assert_array_equal(constraints.similar, pairs[:2])
+    np.testing.assert_array_equal(constraints.dissimilar, pairs[2:])
+    params = t.solver_params()
+    assert params["bounds"] == (1.5, 9.0) and params["gamma"] == 1.0
+    assert (params["tol"], params["max_iter"]) == (1e-3, 1000)  # ITML_Supervised's defaults
+    assert bench.base_method(method) == "ITML"
