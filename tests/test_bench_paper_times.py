@@ -36,9 +36,10 @@ def floor(scripts):
     return scripts("hardware_floor")
 
 
-def test_one_cell_row_summary_and_resume(bench, tmp_path, capsys):
+def test_one_cell_row_summary_and_resume(bench, floor, tmp_path, capsys, monkeypatch):
     args = ["--table", "ying2012/table5", "--dataset", "wine", "--solver", "dml_eig",
             "--out", str(tmp_path)]
+    monkeypatch.setattr(bench, "machine_rates", lambda: (1e9, 1e10))  # flop/s, byte/s
     assert bench.main(args) == 0
     times = pd.read_csv(tmp_path / "paper_times.csv")
     assert list(times.columns) == bench.COLUMNS
@@ -49,7 +50,13 @@ def test_one_cell_row_summary_and_resume(bench, tmp_path, capsys):
     assert row["ratio"] == pytest.approx(row["ours_wall_seconds"] / row["paper_seconds"])
     assert row["seconds_per_iter"] == pytest.approx(row["ours_wall_seconds"] / row["n_iter"])
     assert row["blas_threads"] == 1 and row["n_iter"] == 1000  # the committed max_iter
+    # the floor of 1000 iterations on wine's split 0: 126 training points, 3 · 126 dissimilar
+    # pairs (k = 3), 13 features, at the patched rates
+    flops, nbytes = floor.dml_eig_work(126, 378, 13)
+    assert row["floor_seconds"] == pytest.approx(1000 * max(flops / 1e9, nbytes / 1e10))
+    assert row["floor_ratio"] == pytest.approx(row["floor_seconds"] / 0.23)
     summary = pd.read_csv(tmp_path / "paper_times_summary.csv")
+    assert summary.loc[0, "geomean_floor_ratio"] == pytest.approx(row["floor_ratio"])
     assert summary.loc[0, "geomean_ratio"] == pytest.approx(row["ratio"])
     assert bool(summary.loc[0, "seed"]) and summary.loc[0, "worst_dataset"] == "wine"
     assert (tmp_path / "paper_times.png").is_file()
