@@ -42,7 +42,7 @@ class Constraints:
 
 
 def _neighbours(X_fit: np.ndarray, X_query: np.ndarray, k: int, exclude_self: bool) -> np.ndarray:
-    """Indices into ``X_fit`` of the k nearest neighbours of each query row.
+    """Indices into ``X_fit`` of the k nearest neighbours of each query row (dense or CSR rows).
 
     With ``exclude_self`` the query rows are the fitted rows: row i's own index is removed (or,
     when duplicates pushed it out of the k + 1 nearest, the farthest of the k + 1).
@@ -51,9 +51,10 @@ def _neighbours(X_fit: np.ndarray, X_query: np.ndarray, k: int, exclude_self: bo
     idx = nn.kneighbors(X_query, return_distance=False)
     if not exclude_self:
         return idx
-    drop = idx == np.arange(len(X_query))[:, None]
+    n_query = X_query.shape[0]  # not len(): the rows may be sparse (CSR)
+    drop = idx == np.arange(n_query)[:, None]
     drop[~drop.any(axis=1), -1] = True
-    return idx[~drop].reshape(len(X_query), k)
+    return idx[~drop].reshape(n_query, k)
 
 
 @GENERATORS.register("knn_triplets")

@@ -3,9 +3,9 @@
 Steps run in a fixed order: ``downscale`` (image block averaging) → ``sqrt`` → ``normalize``
 (``zscore`` / ``minmax`` / ``maxabs`` / ``global_maxabs`` / ``none``) → ``pca``. Papers differ on
 normalisation (Ying & Li 2012 does not state it; Shen et al.'s Euclidean errors imply none), so it
-is always explicit in the config. Sparse (CSR) data stay sparse: only ``none``, ``maxabs`` and
-``global_maxabs`` (which keep zeros zero) apply to them; steps that would densify are refused with
-the reason.
+is always explicit in the config. Sparse (CSR) data stay sparse: only ``none``, ``std``, ``maxabs``
+and ``global_maxabs`` (which keep zeros zero) apply to them; steps that would densify are refused
+with the reason.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import scipy.sparse
 from sklearn.decomposition import PCA
+from sklearn.preprocessing import StandardScaler
 
-NORMALIZATIONS = ("none", "zscore", "minmax", "maxabs", "global_maxabs")
+NORMALIZATIONS = ("none", "zscore", "std", "minmax", "maxabs", "global_maxabs")
 #: normalisations that only divide (no shift): zeros stay zero, sparse data stay sparse
-DIVISIVE = ("maxabs", "global_maxabs")
+DIVISIVE = ("std", "maxabs", "global_maxabs")
 DTYPES = ("float64", "float32")
 
 
@@ -28,9 +29,12 @@ class Preprocessing:
 
     Parameters
     ----------
-    normalize : {"none", "zscore", "minmax", "maxabs", "global_maxabs"}
+    normalize : {"none", "zscore", "std", "minmax", "maxabs", "global_maxabs"}
         Scaling fitted on the training part. ``zscore`` and ``minmax`` are per feature (constant
-        features are left centred); ``maxabs`` divides each feature by its largest absolute
+        features are left centred); ``std`` divides each feature by its training standard
+        deviation without centring (scikit-learn's ``StandardScaler(with_mean=False)``): z-score up
+        to a translation, which changes no difference of two points and hence no distance, for
+        sparse data, which it keeps sparse; ``maxabs`` divides each feature by its largest absolute
         training value (no shift), which keeps sparse data sparse; ``global_maxabs`` divides all
         features by one number, the largest absolute training value over every feature (pixels
         0–255 → 0–1): distances shrink uniformly, so the Euclidean geometry (every nearest-neighbour
@@ -81,7 +85,7 @@ class Preprocessing:
                 raise ValueError("sqrt preprocessing needs non-negative features")
             X_train, X_test = np.sqrt(X_train), np.sqrt(X_test)
         if self.normalize in DIVISIVE:
-            scale = _maxabs(X_train, per_feature=self.normalize == "maxabs")
+            scale = _divisor(X_train, self.normalize)
             X_train, X_test = X_train / scale, X_test / scale
         elif self.normalize != "none":
             shift, scale = _normalization(X_train, self.normalize)
@@ -104,10 +108,18 @@ class Preprocessing:
                              f"normalize: none or {' or '.join(DIVISIVE)}")
         X_train, X_test = scipy.sparse.csr_matrix(X_train), scipy.sparse.csr_matrix(X_test)
         if self.normalize in DIVISIVE:
-            scale = _maxabs(X_train, per_feature=self.normalize == "maxabs")
+            scale = _divisor(X_train, self.normalize)
             inv = scipy.sparse.diags(np.broadcast_to(1.0 / scale, X_train.shape[1]))
             X_train, X_test = (X_train @ inv).tocsr(), (X_test @ inv).tocsr()
         return X_train.astype(self.dtype), X_test.astype(self.dtype)
+
+
+def _divisor(X, kind: str) -> np.ndarray:
+    """The divisor of a :data:`DIVISIVE` normalisation fitted on ``X`` (dense or sparse): per
+    feature, or one number for ``global_maxabs``; 1 where it is 0."""
+    if kind == "std":  # StandardScaler's variance (sparse-aware) and its zero-variance rule
+        return StandardScaler(with_mean=False).fit(X).scale_
+    return _maxabs(X, per_feature=kind == "maxabs")
 
 
 def _maxabs(X, per_feature: bool = True) -> np.ndarray:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
+import scipy.sparse
 
 from .config import DatasetEntry, Experiment, SolverEntry
 from .constraints import GENERATORS
@@ -136,12 +137,23 @@ def prepare_split(task: Task, fold: tuple | None = None):
     training (or validation) part. Preprocessing and constraints are fitted on the fit part only.
 
     Returns ``(X_fit, y_fit, X_eval, y_eval, constraints, constraint_time, split_seed)``;
-    cached per worker, so every solver of the same (dataset, split, fold) reuses them.
+    cached per worker, so every solver of the same (dataset, split, fold) reuses them. Sparse
+    data (DEXTER) stay sparse through the preprocessing and the neighbour search; the two X
+    parts are returned dense unless the task's solver takes CSR input (``accepts_sparse``).
     """
-    return _prepare_split(task.dataset, task.split, task.seed, task.train_fraction,
-                          task.validation_fraction, task.stratify, task.predefined,
-                          task.generator, task.generator_params, task.mirror, task.cache_dir,
-                          fold)
+    X_fit, y_fit, X_eval, y_eval, *rest = _prepare_split(
+        task.dataset, task.split, task.seed, task.train_fraction, task.validation_fraction,
+        task.stratify, task.predefined, task.generator, task.generator_params, task.mirror,
+        task.cache_dir, fold)
+    if scipy.sparse.issparse(X_fit) and not _accepts_sparse(task.solver.name):
+        X_fit, X_eval = X_fit.toarray(), X_eval.toarray()
+    return X_fit, y_fit, X_eval, y_eval, *rest
+
+
+def _accepts_sparse(solver: str) -> bool:
+    from .solvers import SOLVERS
+
+    return getattr(SOLVERS[solver], "accepts_sparse", False)
 
 
 def split_parts(task: Task) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:

@@ -128,7 +128,7 @@ BAD = [
     ("backend", edited(execution__backend="ray"), "execution.backend",
      ["must be one of loky, dask, sequential", "'ray'"]),
     ("normalize", edited(datasets__0__normalize="l2"), "datasets[0].normalize",
-     ["must be one of none, zscore, minmax", "'l2'"]),
+     ["must be one of none, zscore, std, minmax", "'l2'"]),
     ("duplicate-solver-labels", edited(solvers=[{"name": "euclidean"}, {"name": "euclidean"}]),
      "solvers", ["duplicate solver labels", "'euclidean'", "label"]),
     ("duplicate-explicit-labels",

@@ -119,3 +119,17 @@ def test_error_is_fraction():
 def test_unknown_tie_break():
     with pytest.raises(ValueError, match="tie_break"):
         knn_predict(X_TRAIN, np.arange(6), X_TRAIN, 3, "random")
+
+
+def test_spectrum_counts_of_a_diagonal_factor_equal_the_svd_ones():
+    """The diagonal shortcut (the Euclidean identity at d = 20 000) against numpy's SVD."""
+    from dml_bench.evaluate import spectrum_counts
+
+    rng = np.random.default_rng(0)
+    for L in (np.eye(7), np.diag(rng.normal(size=9) * (rng.random(9) < 0.6)),
+              np.diag([3.0, 1.0, 1e-9, 0.5])):
+        lam = np.linalg.svd(L, compute_uv=False) ** 2
+        n_nonzero = int(np.sum(lam > 1e-8 * lam.max()))
+        cumulative = np.cumsum(np.sort(lam)[::-1])
+        n_energy = int(np.argmax(cumulative >= 0.9 * cumulative[-1] * (1 - 1e-12)) + 1)
+        assert spectrum_counts(L) == (n_nonzero, n_energy)

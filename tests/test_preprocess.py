@@ -11,7 +11,7 @@ from dml_bench.preprocess import NORMALIZATIONS, Preprocessing, downscale_images
 
 
 def test_names():
-    assert set(NORMALIZATIONS) == {"none", "zscore", "minmax", "maxabs", "global_maxabs"}
+    assert set(NORMALIZATIONS) == {"none", "zscore", "std", "minmax", "maxabs", "global_maxabs"}
 
 
 def test_zscore_uses_training_statistics_only():
@@ -209,3 +209,27 @@ def test_global_maxabs_keeps_nearest_neighbour_rankings_and_commutes_with_pca():
     d_raw = ((raw[1][:, None] - raw[0][None]) ** 2).sum(-1)
     d_scaled = ((scaled[1][:, None] - scaled[0][None]) ** 2).sum(-1)
     np.testing.assert_array_equal(d_raw.argsort(axis=1), d_scaled.argsort(axis=1))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_std_is_zscore_up_to_a_translation_and_keeps_sparse_data_sparse(sparse):
+    """``std``: each feature over its training standard deviation (numpy's, ddof 0), no shift.
+    Every difference of two points, hence every distance, equals z-score's; a constant feature
+    keeps its scale (divisor 1), as z-score leaves it."""
+    import scipy.sparse
+
+    rng = np.random.default_rng(4)
+    X_train = rng.normal(size=(30, 4)) * [1.0, 5.0, 0.1, 0.0] * (rng.random((30, 4)) < 0.5)
+    X_test = rng.normal(size=(6, 4)) * (rng.random((6, 4)) < 0.5)
+    std = X_train.std(axis=0)
+    std[std == 0] = 1.0
+    tr_z, te_z = Preprocessing("zscore").apply(X_train, X_test)
+    wrap = scipy.sparse.csr_matrix if sparse else np.asarray
+    tr, te = Preprocessing("std").apply(wrap(X_train), wrap(X_test))
+    assert scipy.sparse.issparse(tr) == sparse and scipy.sparse.issparse(te) == sparse
+    tr, te = (X.toarray() if sparse else X for X in (tr, te))
+    np.testing.assert_allclose(tr, X_train / std, rtol=1e-12)
+    np.testing.assert_allclose(te, X_test / std, rtol=1e-12)
+    both, both_z = np.vstack([tr, te]), np.vstack([tr_z, te_z])
+    np.testing.assert_allclose(both[:, None] - both[None], both_z[:, None] - both_z[None],
+                               atol=1e-12)
