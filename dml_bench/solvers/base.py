@@ -34,6 +34,7 @@ class MetricLearner(TransformerMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = self.accepts_sparse
         tags.transformer_tags.preserves_dtype = (["float64", "float32"] if self.preserves_float32
                                                  else ["float64"])
         return tags
