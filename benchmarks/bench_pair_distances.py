@@ -1,14 +1,18 @@
-"""The compiled row-wise pair distances against numpy's gather and ``einsum`` (issue #21).
+"""The compiled passes over pairs against the formulations they replaced (issue #21).
 
 ``linalg.pair_sq_distances`` is called on every loss evaluation of LMNN, FrobMetric, SDPMetric,
-Xing, ITML and POLA. This times it against the numpy formulation it replaced (difference rows
-gathered ``chunk`` pairs at a time, then ``einsum``), both in this run, with one BLAS thread, on
-the shapes of the solvers' pair sets: n points, rank r of the mapped points ``Z``, and the
-number of pairs. Both results are compared (largest relative difference).
+Xing, ITML and POLA; it is timed against numpy's difference rows gathered ``chunk`` pairs at a
+time, then ``einsum``. ``linalg.PairOuterSum`` forms every gradient of LMNN, FrobMetric,
+BoostMetric, Xing, LDML and the DML-eig/LMNN-eig vertex on large sets; it is timed against the
+sparse Laplacian product it replaced (scipy's CSR matrix of the pairs, built once, its values
+written per call). Both in this run, with one BLAS thread, on the shapes of the solvers' pair
+sets (n points, rank r or dimension d, number of pairs; the pairs listed point by point, as the
+constraint generators list them), and both results compared (largest relative difference).
 
     python benchmarks/bench_pair_distances.py [--repeat 30] [--out results/bench]
 
-Writes ``pair_distances.csv``: per shape the median seconds of each and their ratio.
+Writes ``pair_distances.csv`` and ``pair_outer_sum.csv``: per shape the median seconds of each
+and their ratio.
 """
 
 from __future__ import annotations
@@ -20,13 +24,20 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
+import scipy.sparse
+
 from bench_eigen_update import median_seconds  # benchmarks/, beside this script
-from dml_bench.solvers.linalg import pair_sq_distances
+from dml_bench.solvers.linalg import PairOuterSum, pair_sq_distances
 
 #: (what, n points, rank, pairs): breast cancer's LMNN pairs (targets + impostors), a USPS
 #: triplet set's distinct pairs, digits at full rank, MNIST's FrobMetric pairs
 SHAPES = (("breast_cancer LMNN", 398, 30, 6_000), ("USPS triplets", 5_103, 256, 61_000),
           ("digits", 1_257, 64, 30_000), ("MNIST triplets", 42_000, 784, 250_000))
+#: (what, n points, d, pairs) for the outer sums: letter's and digits' LMNN pairs, DML-eig's
+#: USPS pairs (Ying Table 5), a USPS triplet set's distinct pairs, MNIST's FrobMetric pairs
+OUTER_SUM_SHAPES = (("letter LMNN", 14_000, 16, 140_000), ("digits LMNN", 1_257, 64, 15_000),
+                    ("USPS DML-eig", 6_514, 256, 19_542), ("USPS triplets", 5_103, 256, 61_000),
+                    ("MNIST triplets", 42_000, 784, 250_000))
 
 
 def numpy_pair_sq_distances(Z, pairs, chunk=2048):
@@ -38,29 +49,83 @@ def numpy_pair_sq_distances(Z, pairs, chunk=2048):
     return out
 
 
+class CsrPairOuterSum:
+    """The replaced reference: ``X̄ᵀ (L_w X̄)`` with the pairs' Laplacian as a scipy CSR matrix,
+    its pattern built once and its values (degrees, ``−w``, ``−w``) written per call."""
+
+    def __init__(self, X, pairs):
+        n = len(X)
+        self.X, self.a, self.b = X - X.mean(axis=0), pairs[:, 0], pairs[:, 1]
+        rows = np.concatenate([np.arange(n), self.a, self.b])
+        cols = np.concatenate([np.arange(n), self.b, self.a])
+        self.order = np.argsort(rows, kind="stable")
+        self.laplacian = scipy.sparse.csr_matrix(
+            (np.ones(len(rows)), cols[self.order],
+             np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])), shape=(n, n))
+
+    def __call__(self, w):
+        n = len(self.X)
+        degrees = np.bincount(self.a, w, n) + np.bincount(self.b, w, n)
+        self.laplacian.data = np.concatenate([degrees, -w, -w])[self.order]
+        return self.X.T @ (self.laplacian @ self.X)
+
+
+def time_pair_distances(rng, repeat: int) -> pd.DataFrame:
+    """``pair_distances.csv``: the compiled pass against numpy's gather and einsum."""
+    rows = []
+    for what, n, rank, n_pairs in SHAPES:
+        Z = rng.normal(size=(n, rank))
+        pairs = rng.integers(0, n, size=(n_pairs, 2))
+        ref = numpy_pair_sq_distances(Z, pairs)  # also the warm-up (the first call compiles)
+        got = pair_sq_distances(Z, pairs)
+        compiled = median_seconds(lambda: pair_sq_distances(Z, pairs), repeat)
+        reference = median_seconds(lambda: numpy_pair_sq_distances(Z, pairs), repeat)
+        rows.append({"shape": what, "n": n, "rank": rank, "pairs": n_pairs,
+                     "compiled_s": compiled, "numpy_s": reference,
+                     "speedup": reference / compiled,
+                     "max_rel_diff": float(np.max(np.abs(got - ref)) / ref.max())})
+        print(f"{what}: compiled {compiled * 1e3:.3f} ms, numpy {reference * 1e3:.3f} ms "
+              f"({reference / compiled:.1f}x)", flush=True)
+    return pd.DataFrame(rows)
+
+
+def time_pair_outer_sums(rng, repeat: int) -> pd.DataFrame:
+    """``pair_outer_sum.csv``: :class:`PairOuterSum`'s pass against the CSR Laplacian product,
+    per call with signed weights (the fixed set-up of either is not timed)."""
+    rows = []
+    for what, n, d, n_pairs in OUTER_SUM_SHAPES:
+        X = rng.normal(size=(n, d))
+        per_point = -(-n_pairs // n)
+        pairs = np.stack([np.repeat(np.arange(n), per_point),
+                          rng.integers(0, n, size=n * per_point)], axis=1)[:n_pairs]
+        w = rng.normal(size=n_pairs)
+        compiled, reference = PairOuterSum(X, pairs), CsrPairOuterSum(X, pairs)
+        ref, got = reference(w), compiled(w)  # also the warm-up
+        compiled_s = median_seconds(lambda: compiled(w), repeat)
+        reference_s = median_seconds(lambda: reference(w), repeat)
+        rows.append({"shape": what, "n": n, "d": d, "pairs": n_pairs,
+                     "compiled_s": compiled_s, "csr_s": reference_s,
+                     "speedup": reference_s / compiled_s,
+                     "max_rel_diff": float(np.max(np.abs(got - ref)) / np.abs(ref).max())})
+        print(f"{what}: compiled {compiled_s * 1e3:.3f} ms, CSR {reference_s * 1e3:.3f} ms "
+              f"({reference_s / compiled_s:.2f}x)", flush=True)
+    return pd.DataFrame(rows)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--out", type=Path, default=Path("results/bench"))
+    parser.add_argument("--outer-sum-repeat", type=int, default=10,
+                        help="calls timed per outer-sum shape (MNIST's takes seconds)")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
-    rows = []
     with threadpool_limits(1):
-        for what, n, rank, n_pairs in SHAPES:
-            Z = rng.normal(size=(n, rank))
-            pairs = rng.integers(0, n, size=(n_pairs, 2))
-            ref = numpy_pair_sq_distances(Z, pairs)  # also the warm-up (the first call compiles)
-            got = pair_sq_distances(Z, pairs)
-            compiled = median_seconds(lambda: pair_sq_distances(Z, pairs), args.repeat)
-            reference = median_seconds(lambda: numpy_pair_sq_distances(Z, pairs), args.repeat)
-            rows.append({"shape": what, "n": n, "rank": rank, "pairs": n_pairs,
-                         "compiled_s": compiled, "numpy_s": reference,
-                         "speedup": reference / compiled,
-                         "max_rel_diff": float(np.max(np.abs(got - ref)) / ref.max())})
-            print(f"{what}: compiled {compiled * 1e3:.3f} ms, numpy {reference * 1e3:.3f} ms "
-                  f"({reference / compiled:.1f}x)", flush=True)
+        distances = time_pair_distances(rng, args.repeat)
+        outer_sums = time_pair_outer_sums(rng, args.outer_sum_repeat)
     args.out.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(args.out / "pair_distances.csv", index=False)
+    distances.to_csv(args.out / "pair_distances.csv", index=False)
+    outer_sums.to_csv(args.out / "pair_outer_sum.csv", index=False)
 
 
 if __name__ == "__main__":

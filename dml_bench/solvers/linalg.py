@@ -14,7 +14,6 @@ import os
 import numpy as np
 import scipy.linalg
 import scipy.linalg.lapack
-import scipy.sparse
 from numba import njit
 from numba.extending import get_cython_function_address
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
@@ -346,12 +345,13 @@ class PairOuterSum:
     With at most as many pairs as points the difference rows ``D`` are formed once and a call is
     ``Dᵀ diag(w) D`` (:func:`weighted_outer_sum`). With more pairs the sum is ``X̄ᵀ (L_w X̄)``
     with the weighted graph Laplacian ``L_w = Σ_p w_p (e_a − e_b)(e_a − e_b)ᵀ`` and ``X̄`` the
-    centred points (``L_w 1 = 0``, so centring changes nothing but the round-off): one sparse
-    product and one n×d×d GEMM instead of an n_pairs×d×d GEMM (5× fewer flops for
-    ``knn_triplets``' pairs). ``L_w`` is sparse: the weighted degrees ``Σ_{p ∋ i} w_p`` on the
-    diagonal and ``−w_p`` at ``(a, b)`` and ``(b, a)``. Its CSR matrix depends on the pairs only
-    and is built here, once; a call only writes its n + 2·n_pairs values (two ``bincount`` and a
-    gather).
+    centred points (``L_w 1 = 0``, so centring changes nothing but the round-off): one pass over
+    the pairs and one n×d×d GEMM instead of an n_pairs×d×d GEMM (5× fewer flops for
+    ``knn_triplets``' pairs). The pass (:func:`_laplacian_product`) adds ``w_p (x̄_a − x̄_b)`` to
+    row a of ``L_w X̄`` and subtracts it from row b, visiting the pairs ordered by their first
+    point so that its rows stay in cache. It replaced scipy's CSR product with the pairs'
+    Laplacian, whose values had to be written per call: that was slower on every shape of
+    ``benchmarks/bench_pair_distances.py`` (``results/bench/pair_outer_sum.csv``).
 
     Attributes
     ----------
@@ -360,32 +360,36 @@ class PairOuterSum:
     """
 
     def __init__(self, X: np.ndarray, pairs: np.ndarray):
-        pairs = np.asarray(pairs).reshape(-1, 2)
-        n = len(X)
+        pairs = np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
         self.X = X - X.mean(axis=0)
-        self._a, self._b = pairs[:, 0], pairs[:, 1]
-        if len(pairs) <= n:
-            self._D, self._laplacian = pair_differences(self.X, pairs), None
+        if len(pairs) <= len(X):
+            self._D = pair_differences(self.X, pairs)
             return
         self._D = None
-        diagonal = np.arange(n)
-        rows = np.concatenate([diagonal, self._a, self._b])
-        cols = np.concatenate([diagonal, self._b, self._a])
-        # entry k of the pattern (row-major) takes value _order[k] of [degrees, −w, −w]
-        self._order = np.argsort(rows, kind="stable")
-        self._laplacian = scipy.sparse.csr_matrix(  # in X's precision, as the products
-            (np.ones(len(rows), dtype=self.X.dtype), cols[self._order],
-             np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])), shape=(n, n))
+        self._order = np.lexsort((pairs[:, 1], pairs[:, 0]))
+        self._a, self._b = pairs[self._order, 0], pairs[self._order, 1]
+        self._LX = np.empty_like(self.X)  # L_w X̄, rewritten by every call
 
     def __call__(self, w: np.ndarray) -> np.ndarray:
         w = np.asarray(w, dtype=float)
         if self._D is not None:
             return weighted_outer_sum(self._D, w)
-        n = len(self.X)
-        degrees = np.bincount(self._a, w, n) + np.bincount(self._b, w, n)
-        self._laplacian.data = np.concatenate([degrees, -w, -w])[self._order].astype(
-            self.X.dtype, copy=False)
-        return self.X.T @ (self._laplacian @ self.X)
+        w = w[self._order].astype(self.X.dtype, copy=False)  # in X's precision, as the products
+        return self.X.T @ _laplacian_product(self.X, self._a, self._b, w, self._LX)
+
+
+@njit(**JIT_OPTIONS)
+def _laplacian_product(X, a, b, w, out):
+    """``out = L_w X = Σ_p w_p (e_a − e_b)(x_a − x_b)ᵀ`` over the pairs ``(a[p], b[p])``: one pass
+    over the pairs (:class:`PairOuterSum`). Returns ``out``."""
+    out[:] = 0.0
+    for p in range(a.shape[0]):
+        i, j, w_p = a[p], b[p], w[p]
+        for k in range(X.shape[1]):
+            step = w_p * (X[i, k] - X[j, k])
+            out[i, k] += step
+            out[j, k] -= step
+    return out
 
 
 def pair_sq_distances(Z: np.ndarray, pairs: np.ndarray) -> np.ndarray:
