@@ -347,11 +347,10 @@ class PairOuterSum:
     with the weighted graph Laplacian ``L_w = Σ_p w_p (e_a − e_b)(e_a − e_b)ᵀ`` and ``X̄`` the
     centred points (``L_w 1 = 0``, so centring changes nothing but the round-off): one pass over
     the pairs and one n×d×d GEMM instead of an n_pairs×d×d GEMM (5× fewer flops for
-    ``knn_triplets``' pairs). The pass (:func:`_laplacian_product`) adds ``w_p (x̄_a − x̄_b)`` to
-    row a of ``L_w X̄`` and subtracts it from row b, visiting the pairs ordered by their first
-    point so that its rows stay in cache. It replaced scipy's CSR product with the pairs'
-    Laplacian, whose values had to be written per call: that was slower on every shape of
-    ``benchmarks/bench_pair_distances.py`` (``results/bench/pair_outer_sum.csv``).
+    ``knn_triplets``' pairs). The pass (:func:`_laplacian_product`) forms row i of ``L_w X̄`` as
+    ``Σ_p w_p (x̄_i − x̄_j)`` over the pairs ``p = {i, j}`` at i, from the points' incidence lists,
+    built here once. It replaced scipy's CSR product with the Laplacian, whose values had to be
+    written per call (``benchmarks/bench_pair_distances.py``, ``results/bench/pair_outer_sum.csv``).
 
     Attributes
     ----------
@@ -361,34 +360,38 @@ class PairOuterSum:
 
     def __init__(self, X: np.ndarray, pairs: np.ndarray):
         pairs = np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
+        n, n_pairs = len(X), len(pairs)
         self.X = X - X.mean(axis=0)
-        if len(pairs) <= len(X):
+        if n_pairs <= n:
             self._D = pair_differences(self.X, pairs)
             return
         self._D = None
-        self._order = np.lexsort((pairs[:, 1], pairs[:, 0]))
-        self._a, self._b = pairs[self._order, 0], pairs[self._order, 1]
+        ends = pairs.T.ravel()  # a then b: incidence e is pair e mod n_pairs
+        order = np.argsort(ends, kind="stable")
+        self._start = np.concatenate([[0], np.cumsum(np.bincount(ends, minlength=n))])
+        self._other = pairs[:, ::-1].T.ravel()[order]  # the pair's other point
+        self._pair = order % n_pairs
         self._LX = np.empty_like(self.X)  # L_w X̄, rewritten by every call
 
     def __call__(self, w: np.ndarray) -> np.ndarray:
         w = np.asarray(w, dtype=float)
         if self._D is not None:
             return weighted_outer_sum(self._D, w)
-        w = w[self._order].astype(self.X.dtype, copy=False)  # in X's precision, as the products
-        return self.X.T @ _laplacian_product(self.X, self._a, self._b, w, self._LX)
+        w = w.astype(self.X.dtype, copy=False)  # in X's precision, as the products
+        return self.X.T @ _laplacian_product(self.X, self._start, self._other, self._pair, w,
+                                             self._LX)
 
 
 @njit(**JIT_OPTIONS)
-def _laplacian_product(X, a, b, w, out):
-    """``out = L_w X = Σ_p w_p (e_a − e_b)(x_a − x_b)ᵀ`` over the pairs ``(a[p], b[p])``: one pass
-    over the pairs (:class:`PairOuterSum`). Returns ``out``."""
-    out[:] = 0.0
-    for p in range(a.shape[0]):
-        i, j, w_p = a[p], b[p], w[p]
-        for k in range(X.shape[1]):
-            step = w_p * (X[i, k] - X[j, k])
-            out[i, k] += step
-            out[j, k] -= step
+def _laplacian_product(X, start, other, pair, w, out):
+    """``out = L_w X``: row i is ``Σ_e w[pair[e]] (x_i − x_{other[e]})`` over the incidences
+    ``e`` of point i, ``start[i] ≤ e < start[i + 1]`` (:class:`PairOuterSum`). Returns ``out``."""
+    for i in range(X.shape[0]):
+        out[i] = 0.0
+        for e in range(start[i], start[i + 1]):
+            j, w_e = other[e], w[pair[e]]
+            for k in range(X.shape[1]):
+                out[i, k] += w_e * (X[i, k] - X[j, k])
     return out
 
 
