@@ -7,7 +7,9 @@ BoostMetric, Xing, LDML and the DML-eig/LMNN-eig vertex on large sets; it is tim
 sparse Laplacian product it replaced (scipy's CSR matrix of the pairs, built once, its values
 written per call). Both in this run, with one BLAS thread, on the shapes of the solvers' pair
 sets (n points, rank r or dimension d, number of pairs; the pairs listed point by point, as the
-constraint generators list them), and both results compared (largest relative difference).
+constraint generators list them), the outer sums also on the real pairs of five timing rows
+where ``DMLBENCH_DATA_MIRROR`` or the cache has their data, and both results compared (largest
+relative difference).
 
     python benchmarks/bench_pair_distances.py [--repeat 30] [--out results/bench]
 
@@ -22,12 +24,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import scipy.sparse
 from threadpoolctl import threadpool_limits
 
-import scipy.sparse
-
 from bench_eigen_update import median_seconds  # benchmarks/, beside this script
-from dml_bench.solvers.linalg import PairOuterSum, pair_sq_distances
+from bench_paper_times import table_cells
+from dml_bench.solvers.linalg import PairOuterSum, pair_sq_distances, triplet_pairs
+from dml_bench.tasks import prepare_split
 
 #: (what, n points, rank, pairs): breast cancer's LMNN pairs (targets + impostors), a USPS
 #: triplet set's distinct pairs, digits at full rank, MNIST's FrobMetric pairs
@@ -38,6 +41,13 @@ SHAPES = (("breast_cancer LMNN", 398, 30, 6_000), ("USPS triplets", 5_103, 256, 
 OUTER_SUM_SHAPES = (("letter LMNN", 14_000, 16, 140_000), ("digits LMNN", 1_257, 64, 15_000),
                     ("USPS DML-eig", 6_514, 256, 19_542), ("USPS triplets", 5_103, 256, 61_000),
                     ("MNIST triplets", 42_000, 784, 250_000))
+#: the same on the real pairs of timing rows (split 0 of their configs, where the data are here):
+#: (table, solver, dataset); DML-eig's dissimilar pairs, the triplets' distinct pairs otherwise.
+#: Real k-NN pairs join nearby points, which the random partners above do not
+REAL_PAIR_SETS = (("ying2012/table5", "dml_eig", "usps"), ("ying2012/table5", "lmnn", "segment"),
+                  ("shen2014/table1_time", "frobmetric", "letter"),
+                  ("shen2014/table1_time", "frobmetric", "usps_roweis"),
+                  ("shen2014/table1_time", "frobmetric", "mnist"))
 
 
 def numpy_pair_sq_distances(Z, pairs, chunk=2048):
@@ -89,17 +99,34 @@ def time_pair_distances(rng, repeat: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def outer_sum_cases(rng):
+    """``(what, X, pairs)``: the synthetic :data:`OUTER_SUM_SHAPES` (each point's pairs listed
+    together, as the constraint generators list them, with random partners), then the
+    :data:`REAL_PAIR_SETS` whose data are available."""
+    for what, n, d, n_pairs in OUTER_SUM_SHAPES:
+        per_point = -(-n_pairs // n)
+        pairs = np.stack([np.repeat(np.arange(n), per_point),
+                          rng.integers(0, n, size=n * per_point)], axis=1)[:n_pairs]
+        yield what, rng.normal(size=(n, d)), pairs
+    for table, solver, dataset in REAL_PAIR_SETS:
+        cell = next(c for c in table_cells(table) if (c.solver, c.dataset) == (solver, dataset))
+        if cell.task is None:
+            print(f"{dataset} {solver}: skipped ({cell.reason})", flush=True)
+            continue
+        X, _, _, _, constraints, _, _ = prepare_split(cell.task)
+        pairs = (constraints.dissimilar if solver == "dml_eig"
+                 else triplet_pairs(constraints.triplets)[0])
+        yield f"{dataset} {solver} (real pairs)", X, np.asarray(pairs)
+
+
 def time_pair_outer_sums(rng, repeat: int) -> pd.DataFrame:
     """``pair_outer_sum.csv``: :class:`PairOuterSum`'s pass against the CSR Laplacian product,
     per call with signed weights (the fixed set-up of either is not timed). The two alternate,
     ``repeat`` rounds of 3 calls each, and each keeps the median of its rounds' medians: on a
     shared machine, load that comes and goes then weighs on both alike."""
     rows = []
-    for what, n, d, n_pairs in OUTER_SUM_SHAPES:
-        X = rng.normal(size=(n, d))
-        per_point = -(-n_pairs // n)
-        pairs = np.stack([np.repeat(np.arange(n), per_point),
-                          rng.integers(0, n, size=n * per_point)], axis=1)[:n_pairs]
+    for what, X, pairs in outer_sum_cases(rng):
+        (n, d), n_pairs = X.shape, len(pairs)
         w = rng.normal(size=n_pairs)
         compiled, reference = PairOuterSum(X, pairs), CsrPairOuterSum(X, pairs)
         ref, got = reference(w), compiled(w)  # also the warm-up
