@@ -153,7 +153,7 @@ def prepare_split(task: Task, fold: tuple | None = None):
 def _accepts_sparse(solver: str) -> bool:
     from .solvers import SOLVERS
 
-    return getattr(SOLVERS[solver], "accepts_sparse", False)
+    return getattr(SOLVERS.get(solver), "accepts_sparse", False)  # a planned solver: dense
 
 
 def split_parts(task: Task) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
