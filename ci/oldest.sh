@@ -13,6 +13,14 @@ export PYTHONUNBUFFERED=1
 work="$(mktemp -d "${TMPDIR:-/tmp}/dmlbench-oldest.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 export DMLBENCH_CACHE="${DMLBENCH_CACHE:-$work/cache}"
+# numba's compile cache (cache=True) of its own: by default it sits in the checkout's __pycache__,
+# where the newest-package run (`make test`, just before in .ci/run) has left its files. numba
+# writes a function's index before its data file, so while two workers here compile the same
+# function, one can read the other's new index beside the newest numba's old data file:
+# "LLVM bitcode parsing error ... Producer: 'LLVM22.1.0' Reader: 'LLVM 14.0.6'" at import
+# (reproduced by pairing the two files), the likely cause of the worker that CI lost right after
+# collection on 2026-11-26.
+export NUMBA_CACHE_DIR="$work/numba-cache"
 
 start=$SECONDS
 echo "oldest: $("$PYTHON" --version 2>&1), venv in $work"
