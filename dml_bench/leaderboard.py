@@ -3,7 +3,9 @@ then the statistics of :mod:`dml_bench.ranking` as tables, figures and a page.
 
 A board config (``configs/leaderboard.yaml``) is an experiment config plus a ``leaderboard:``
 section: ``fit_budget_seconds`` (every fit's wall-clock budget), ``memory_gb`` and per-solver
-``footprint`` (the "cannot run" rule). :func:`run_board` runs it cell by cell — one (data set,
+``footprint`` (the "cannot run" rule). The experiment's ``notes:`` (keys ``<data set>/<method>``,
+``*`` for any) are shown under the ranks: a finding about a row, with its diagnosis.
+:func:`run_board` runs it cell by cell — one (data set,
 method) cell is the method's tuning and final fits on the data set's splits — through the
 ordinary runner (:func:`dml_bench.runner.run_experiment` restricted to the cell), so the board
 resumes, runs in parts and shares its tasks with concurrent runs like every run.
@@ -105,8 +107,22 @@ def load_board(path: str | Path) -> Board:
             raise ConfigError(source, f"leaderboard.footprint.{name}",
                               "must be a mapping with keys dd and/or nn (numbers of d×d and "
                               "n_train×n_train float64 matrices)")
-    return Board(parse_config(data, source=source), float(rules.get("fit_budget_seconds", 600)),
+    exp = parse_config(data, source=source)
+    _check_note_keys(exp, source)
+    return Board(exp, float(rules.get("fit_budget_seconds", 600)),
                  float(rules.get("memory_gb", 8)), footprint, str(Path(path).resolve()))
+
+
+def _check_note_keys(exp: Experiment, source: str) -> None:
+    """A board's ``notes:`` keys are ``<data set>/<method>`` labels of the board, or ``*``: the
+    page shows each note under the ranks, so a key that names nothing is a typo."""
+    datasets = {e.label for e in exp.datasets} | {"*"}
+    methods = {s.label for s in exp.solvers} | {"*"}
+    for key in exp.notes:
+        d, _, m = key.partition("/")
+        if d not in datasets or m not in methods:
+            raise ConfigError(source, f"notes.{key}", "a note's key is <data set label>/<method "
+                              "label> of this board, either part may be *")
 
 
 # ------------------------------------------------------------------------------------- running
@@ -659,6 +675,9 @@ def _markdown(board: Board, st: Statistics, board_dir: Path, alpha: float,
     header = list(rank_table.columns)
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in _shown(rank_table)]
+    if exp.notes:
+        lines += ["", "Notes (the config's `notes:`, by data set / method):", ""]
+        lines += [f"- `{key}`: {' '.join(str(text).split())}" for key, text in exp.notes.items()]
     lines += ["", "## Significance", ""]
     if fr is None:
         lines += ["Not enough ranked data sets (≥ 2) or methods (≥ 3) for the Friedman test."]
@@ -684,7 +703,8 @@ def _markdown(board: Board, st: Statistics, board_dir: Path, alpha: float,
     lines += ["## Pairwise", "",
               "Wins / ties / losses of each method against each other over the ranked data "
               "sets (a result beats no result), and the two-sided Wilcoxon signed-rank p-value "
-              "on the data sets where both have a result (Demšar 2006 §3.1.3). Full table: "
+              "on the data sets where both have a result (Demšar 2006 §3.1.3; exact, with "
+              "mid-ranks for ties and zero differences dropped). Full table: "
               "`pairwise.csv` (also .tex, .html).", ""]
     best = list(st.mean_ranks.index[:1])
     pw = st.pairwise[st.pairwise["method"].isin(best)]

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse
 import yaml
 from click.testing import CliRunner
 from scipy import stats
@@ -69,12 +70,37 @@ def test_friedman_is_undefined_below_three_methods():
 
 
 def _exact_wilcoxon_p(d: np.ndarray) -> float:
-    """Two-sided exact p of the signed-rank statistic by enumerating all 2^n sign patterns."""
+    """Two-sided exact p of the signed-rank statistic by enumerating all 2^n sign patterns (zero
+    differences dropped, mid-ranks for tied |differences|)."""
+    d = d[d != 0]
     r = stats.rankdata(np.abs(d))
     t_obs = min(r[d > 0].sum(), r[d < 0].sum())
     ts = np.array([sum(ri for ri, s in zip(r, signs) if s)
                    for signs in itertools.product([0, 1], repeat=len(d))])
-    return float(np.mean(np.minimum(ts, r.sum() - ts) <= t_obs))
+    return float(np.mean(np.minimum(ts, r.sum() - ts) <= t_obs + 1e-9))
+
+
+@pytest.mark.parametrize("d", [
+    [0.5, -0.3, 1.2, 0.9, -0.1, 2.0, 0.7, 1.5, -0.8],  # distinct |differences|
+    [0.2, -0.2, 0.2, 0.5, -0.5, 0.0, 0.0, 1.1, 0.2, -0.7, 0.3, 0.3],  # ties and zeros
+    [1.0, 1.0, 1.0, -1.0, 2.0, -2.0, 2.0, 3.0, 3.0, 3.0, -3.0, 0.5, 0.5, -0.5],
+    [0.4] * 7,  # every difference one way: p = 2 / 2^7
+    [0.0, 0.0, 0.0],  # no non-zero difference
+])
+def test_signed_rank_p_equals_enumeration_of_sign_patterns(d):
+    d = np.array(d)
+    expected = _exact_wilcoxon_p(d) if np.any(d != 0) else 1.0
+    assert ranking.signed_rank_p(d) == pytest.approx(expected, rel=1e-12)
+    assert ranking.signed_rank_p(-d) == pytest.approx(expected, rel=1e-12)
+
+
+def test_signed_rank_p_equals_scipy_exact_without_ties():
+    """Without ties scipy's exact distribution (every release) is the same; n up to 40."""
+    rng = np.random.default_rng(3)
+    for n in (5, 13, 25, 40):
+        d = rng.normal(0.3, 1.0, n)
+        assert ranking.signed_rank_p(d) == pytest.approx(
+            stats.wilcoxon(d, method="exact").pvalue, rel=1e-10)
 
 
 def test_pairwise_counts_and_wilcoxon_against_enumeration():
@@ -197,6 +223,23 @@ def test_fit_over_budget_is_marked_and_propagates_to_larger_sets(small_board, tm
     assert len(pd.read_csv(board / "cells.csv")) == 2
 
 
+def test_notes_show_under_the_ranks_and_a_key_naming_nothing_is_one_line(small_board, tmp_path):
+    data = yaml.safe_load(small_board.read_text())
+    data["notes"] = {"wine/*": "a finding about wine, with its diagnosis"}
+    small_board.write_text(yaml.safe_dump(data))
+    _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
+            "--solver", "euclidean")
+    md = (tmp_path / "r" / "leaderboard_quick" / "LEADERBOARD.md").read_text()
+    assert "- `wine/*`: a finding about wine, with its diagnosis" in md
+    assert md.index("wine/*") < md.index("## Significance")
+    data["notes"] = {"wines/*": "typo"}
+    small_board.write_text(yaml.safe_dump(data))
+    result = CliRunner().invoke(main, ["leaderboard", "--config", str(small_board), "--stats-only",
+                                       "--results-dir", str(tmp_path / "r")])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "notes.wines/*: a note's key is <data set label>/<method label>" in result.output
+
+
 def test_reproduction_page_links_to_the_leaderboard_page(tmp_path):
     from dml_bench.reproduction_report import _leaderboard_link, render_html
 
@@ -244,3 +287,14 @@ def test_statistics_rank_finished_sets_only_with_missing_results_last():
     # geometric-mean times over s1, s2: A 1, B 0.1, C 10 (s1 has none) -> front A and B
     assert te["fit_time"].to_dict() == pytest.approx({"A": 1.0, "B": 0.1, "C": 10.0})
     assert te["pareto"].to_dict() == {"A": True, "B": True, "C": False}
+
+
+def test_scaling_diagnosis_rare_feature_share_against_dense_counts(benchmark_script):
+    diagnosis = benchmark_script("leaderboard_scaling_diagnosis")
+    rng = np.random.default_rng(5)
+    X = rng.poisson(0.3, (12, 40)) * rng.uniform(0.5, 2.0, 40)
+    dense_seen = (X != 0).sum(axis=0)
+    rare = (dense_seen >= 1) & (dense_seen <= 2)
+    share = np.nan_to_num((X[:, rare] ** 2).sum(axis=1) / (X ** 2).sum(axis=1))
+    n_rare, got = diagnosis.rare_feature_share(scipy.sparse.csr_matrix(X))
+    assert n_rare == rare.sum() and got == pytest.approx(share.mean(), rel=1e-12)
