@@ -48,8 +48,9 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from dml_bench.config import load_config, parse_scalar
+from dml_bench.config import parse_scalar
 from dml_bench.evaluate import knn_error, model_error, spectrum_counts
+from dml_bench.leaderboard import experiment_of
 from dml_bench.solvers import SOLVERS
 from dml_bench.tasks import Task, all_tasks, prepare_split
 
@@ -66,8 +67,11 @@ def iteration_param(solver_name: str) -> str:
 
 def tasks_for(config: str, label: str, dataset: str, splits: int | None = None,
               mirror: str | None = None) -> tuple[object, list[Task]]:
-    """The experiment and its tasks of (solver label, dataset label), the first ``splits`` ones."""
-    exp = load_config(config)
+    """The experiment and its tasks of (solver label, dataset label), the first ``splits`` ones.
+
+    ``config`` is a paper config or a leaderboard config (``configs/leaderboard.yaml``).
+    """
+    exp = experiment_of(config)
     tasks = [t for t in all_tasks(exp, mirror) if t.solver.label == label
              and t.dataset.label == dataset]
     if not tasks:

@@ -34,8 +34,9 @@ import numpy as np
 import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
 
-from dml_bench.config import load_config, parse_scalar
+from dml_bench.config import parse_scalar
 from dml_bench.evaluate import knn_error
+from dml_bench.leaderboard import experiment_of
 from dml_bench.solvers import SOLVERS
 from dml_bench.solvers.linalg import components_from_psd
 from dml_bench.tasks import all_tasks, prepare_split
@@ -169,7 +170,7 @@ def main(argv=None):
     params = {"mu": args.mu} if args.solver == "lmnn" else {}
     fit_params = dict(params, **{k: parse_scalar(v) for k, v in
                                  (item.split("=", 1) for item in args.param)})
-    task = next(t for t in all_tasks(load_config(args.config)) if t.dataset.label == args.dataset
+    task = next(t for t in all_tasks(experiment_of(args.config)) if t.dataset.label == args.dataset
                 and t.solver.name == args.solver and t.split == args.split)
     X, y, X_test, y_test, constraints, _, _ = prepare_split(task)
 

@@ -113,6 +113,20 @@ def load_board(path: str | Path) -> Board:
                  float(rules.get("memory_gb", 8)), footprint, str(Path(path).resolve()))
 
 
+def experiment_of(path: str | Path) -> Experiment:
+    """The experiment of a config file: a board config's (one with a ``leaderboard:`` mapping) or
+    an ordinary run config's, for tools that take either (``benchmarks/seed_diagnosis.py``)."""
+    from .config import load_config
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError):
+        data = None  # load_config names the problem
+    if isinstance(data, dict) and isinstance(data.get("leaderboard"), dict):
+        return load_board(path).experiment
+    return load_config(path)
+
+
 def _check_note_keys(exp: Experiment, source: str) -> None:
     """A board's ``notes:`` keys are ``<data set>/<method>`` labels of the board, or ``*``: the
     page shows each note under the ranks, so a key that names nothing is a typo."""

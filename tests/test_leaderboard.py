@@ -298,3 +298,13 @@ def test_scaling_diagnosis_rare_feature_share_against_dense_counts(benchmark_scr
     share = np.nan_to_num((X[:, rare] ** 2).sum(axis=1) / (X ** 2).sum(axis=1))
     n_rare, got = diagnosis.rare_feature_share(scipy.sparse.csr_matrix(X))
     assert n_rare == rare.sum() and got == pytest.approx(share.mean(), rel=1e-12)
+
+
+def test_experiment_of_reads_a_board_config_and_a_run_config(tmp_path):
+    from dml_bench.config import ConfigError
+    from dml_bench.leaderboard import experiment_of
+
+    assert experiment_of(REPO / "configs" / "leaderboard_quick.yaml").name == "leaderboard_quick"
+    assert experiment_of(REPO / "configs" / "quickstart.yaml").name == "quickstart"
+    with pytest.raises(ConfigError, match="file not found"):
+        experiment_of(tmp_path / "missing.yaml")
