@@ -8,15 +8,15 @@ split (``runs_error``). Each row also describes the training part after the norm
 
 - ``rare_features``: features that are non-zero in one or two training points;
 - ``rare_share``: the mean share of a training point's squared norm that those features hold.
-  A per-feature scale divides a rarely seen feature by a small standard deviation (about √n
-  times its value for a feature seen once), which raises the weight of such features in every
-  distance.
+  A per-feature scale divides a rarely seen feature by a small standard deviation (a feature
+  seen once in n points becomes about √n, whatever its value), which raises the weight of such
+  features in every distance.
 
 Rows go to ``results/leaderboard_diagnosis/<dataset>_scaling.csv``, with a summary (mean and
 standard deviation of the error per normalisation) printed.
 
     DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/leaderboard_scaling_diagnosis.py \\
-        dexter --normalize none maxabs
+        dexter --normalize none maxabs global_maxabs
 """
 
 from __future__ import annotations
