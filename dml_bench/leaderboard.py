@@ -5,10 +5,10 @@ A board config (``configs/leaderboard.yaml``) is an experiment config plus a ``l
 section: ``fit_budget_seconds`` (every fit's wall-clock budget), ``memory_gb`` and per-solver
 ``footprint`` (the "cannot run" rule). The experiment's ``notes:`` (keys ``<data set>/<method>``,
 ``*`` for any) are shown under the ranks: a finding about a row, with its diagnosis.
-:func:`run_board` runs it cell by cell — one (data set,
-method) cell is the method's tuning and final fits on the data set's splits — through the
-ordinary runner (:func:`dml_bench.runner.run_experiment` restricted to the cell), so the board
-resumes, runs in parts and shares its tasks with concurrent runs like every run.
+:func:`run_board` runs it cell by cell — one (data set, method) cell is the method's tuning and
+final fits on the data set's splits — through the ordinary runner
+(:func:`dml_bench.runner.run_experiment` restricted to the cell), so the board resumes, runs in
+parts and shares its tasks with concurrent runs like every run.
 
 Budget mechanism (no solver needs a time hook): each cell runs in a child interpreter in its own
 session (so its loky or local dask workers are in its process group) while the parent watches the
