@@ -48,7 +48,20 @@ class RunSummary:
 
 def failure_row(task, exc: BaseException) -> dict:
     """The ``errors.csv`` row of a task that raised ``exc`` (a :class:`~dml_bench.tasks.Task`, a
-    :class:`~dml_bench.verification.VerificationTask` or the outer task of a tuning fit)."""
+    :class:`~dml_bench.verification.VerificationTask` or the outer task of a tuning fit).
+
+    An exception that an interruption caused is re-raised as that interruption instead, so the
+    run stops rather than recording a failure and going on. A SIGTERM's ``SystemExit`` (see
+    ``cli._exit_on_sigterm``) or a Ctrl-C raised while a compiled function runs reaches Python as
+    ``SystemError: CPUDispatcher(...) returned a result with an exception set``, with the
+    interruption as its cause.
+    """
+    cause, seen = exc, set()
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, (SystemExit, KeyboardInterrupt)):
+            raise cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
     return {"_failed": True, "task_id": task.task_id, "experiment": task.experiment,
             "dataset": task.dataset.label, "split": task.split, "label": task.solver.label,
             "error_type": type(exc).__name__,

@@ -13,6 +13,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -457,3 +458,35 @@ def test_timing_mode_runs_sequentially(tmp_path, monkeypatch):
     assert (runs["fit_time"] >= 0).all() and (runs["fit_cpu_time"] >= 0).all()
     again, _ = quiet_run(exp, tmp_path)
     assert (again.ran, again.done_before) == (0, 8)
+
+
+@pytest.mark.parametrize("interruption", [SystemExit(128 + signal.SIGTERM), KeyboardInterrupt()])
+def test_an_interruption_inside_a_compiled_call_stops_the_run(mirror, monkeypatch, interruption):
+    """A SIGTERM (``cli._exit_on_sigterm``'s SystemExit) or a Ctrl-C that lands while a numba
+    function runs reaches Python as ``SystemError: CPUDispatcher(...) returned a result with an
+    exception set`` caused by the interruption (CPython's chaining, reproduced by sending SIGTERM
+    during ``linalg._pair_sq_distances``). The task must re-raise the interruption, not record a
+    failed task and let the run go on (the flaky ``test_sigterm_stops_a_cli_run_like_ctrl_c``)."""
+    from dml_bench import runner
+    from dml_bench.tasks import all_tasks
+
+    config = Path(__file__).resolve().parents[1] / "configs" / "quickstart.yaml"
+    task = next(iter(all_tasks(load_config(config), str(mirror))))
+
+    def interrupted(*args, **kwargs):
+        try:
+            raise interruption
+        except BaseException as stop:
+            raise SystemError("CPUDispatcher(<function _pair_sq_distances>) returned a result "
+                              "with an exception set") from stop
+
+    monkeypatch.setattr(runner, "fit_task_solver", interrupted)
+    with pytest.raises(type(interruption)):
+        runner.run_task(task)
+
+    def broken(*args, **kwargs):
+        raise SystemError("a solver's own fault")
+
+    monkeypatch.setattr(runner, "fit_task_solver", broken)
+    row = runner.run_task(task)
+    assert row["_failed"] and row["error_type"] == "SystemError"
