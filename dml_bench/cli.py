@@ -6,13 +6,13 @@ import inspect
 import os
 import signal
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from . import __version__
+from .progress import task_progress
 
 
 def _fail(message: str, code: int = 2):
@@ -91,16 +91,6 @@ def main(ctx, data_mirror, cache_dir):
                "cache_dir": os.environ.get("DMLBENCH_CACHE")}
 
 
-def _progress(name: str):
-    """``progress(total)`` for the runner: a bar on a terminal, a line per 10 % in logs."""
-    def progress(total):
-        if sys.stderr.isatty():
-            return click.progressbar(length=total, label=f"{name}: tasks", show_eta=True,
-                                     show_pos=True, file=sys.stderr)
-        return _LogProgress(name, total)
-    return progress
-
-
 @main.command()
 @click.argument("config", type=click.Path(dir_okay=False))
 @click.option("-j", "--n-jobs", type=int, help="Parallel tasks (overrides execution.n_jobs).")
@@ -137,7 +127,7 @@ def run(obj, config, n_jobs, backend, scheduler, timing, force, supersede, resul
     _exit_on_sigterm()
     exp = _load(config, n_jobs=n_jobs, backend=backend, scheduler=scheduler, timing=timing)
     summary = run_experiment(exp, results_dir, mirror=obj["mirror"], cache_dir=obj["cache_dir"],
-                             force=force, progress=_progress(exp.name),
+                             force=force, progress=task_progress(exp.name),
                              echo=lambda m: click.echo(m, err=True), datasets=datasets,
                              solvers=solvers, supersede=supersede)
     elsewhere = f", {summary.elsewhere} run by another process" if summary.elsewhere else ""
@@ -244,7 +234,7 @@ def reproduce(obj, targets, all_targets, quick, precise, check_baseline, n_jobs,
         try:
             record = run_target(tid, quick=quick, results_root=results_dir, mirror=obj["mirror"],
                                 cache_dir=obj["cache_dir"], n_jobs=n_jobs, force=force,
-                                progress=_progress(tid), echo=lambda m: click.echo(m, err=True),
+                                progress=task_progress(tid), echo=lambda m: click.echo(m, err=True),
                                 datasets=datasets, solvers=solvers, supersede=supersede,
                                 precise=precise)
         except UnknownNameError as exc:
@@ -452,29 +442,6 @@ def solvers():
             show(plugin.name, plugin.obj, origin)
     for name, reason in PLANNED.items():
         click.echo(f"{name} — {reason}")
-
-
-class _LogProgress:
-    """Progress for logs (no terminal): a line at every tenth of the tasks, with an ETA."""
-
-    def __init__(self, name: str, total: int):
-        self.name, self.total, self.done = name, total, 0
-
-    def __enter__(self):
-        self.start = time.monotonic()
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def update(self, n: int):
-        step = max(1, self.total // 10)
-        before, self.done = self.done, self.done + n
-        if self.done // step > before // step or self.done == self.total:
-            elapsed = time.monotonic() - self.start
-            eta = elapsed / self.done * (self.total - self.done)
-            click.echo(f"{self.name}: {self.done}/{self.total} tasks, {elapsed:.0f} s elapsed, "
-                       f"ETA {eta:.0f} s", err=True)
 
 
 def _print_table(header, rows):

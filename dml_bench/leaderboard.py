@@ -375,6 +375,7 @@ def _run_cells(board: Board, results_root, cells: list) -> tuple[str, int]:
 
 def _cell_main(argv: list[str]) -> int:  # pragma: no cover - runs in the child process
     """Entry point of the cells' child process: the runner restricted to one cell at a time."""
+    from .progress import task_progress
     from .runner import run_experiment
 
     args = json.loads(argv[0])
@@ -388,6 +389,7 @@ def _cell_main(argv: list[str]) -> int:  # pragma: no cover - runs in the child 
                            mirror=os.environ.get("DMLBENCH_DATA_MIRROR"),
                            cache_dir=os.environ.get("DMLBENCH_CACHE"),
                            echo=lambda m: print(m, file=sys.stderr, flush=True),
+                           progress=task_progress(f"{exp.name}: {dataset} × {solver}"),
                            datasets=[dataset], solvers=[solver])
         except DMLBenchError as exc:
             print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)

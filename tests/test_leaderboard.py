@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -221,6 +224,19 @@ def test_fit_over_budget_is_marked_and_propagates_to_larger_sets(small_board, tm
     _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
             "--budget", "0.05", "--solver", "euclidean")
     assert len(pd.read_csv(board / "cells.csv")) == 2
+
+
+def test_each_cell_reports_its_progress_in_a_log(small_board, tmp_path):
+    # a cell runs in a child process whose stderr is the board's log (no terminal): it says how
+    # many of the cell's tasks (tuning fits and final fits) are done, with an ETA
+    done = subprocess.run([sys.executable, "-m", "dml_bench.cli", "leaderboard", "--config",
+                           str(small_board), "--results-dir", str(tmp_path / "r"),
+                           "--solver", "lda", "--dataset", "iris"],
+                          capture_output=True, text=True, env=os.environ.copy(), timeout=300)
+    assert done.returncode == 0, done.stderr
+    n_splits = yaml.safe_load(small_board.read_text())["split"]["n_splits"]
+    assert f"leaderboard_quick: iris × lda: {n_splits}/{n_splits} tasks," in done.stderr
+    assert "ETA 0 s" in done.stderr
 
 
 def test_notes_show_under_the_ranks_and_a_key_naming_nothing_is_one_line(small_board, tmp_path):
