@@ -16,10 +16,13 @@ cell's logs. The runner appends a row to ``runs.csv`` / ``tuning.csv`` / ``error
 finishes, so when no row has landed for ``fit_budget_seconds`` the running task — its data
 preparation, fit and evaluation — has exceeded the budget (with ``-j N`` every running task has):
 the process group is killed (SIGKILL; the task claims are OS file locks and go with it) and the
-cell is recorded as ``over_budget`` in ``cells.csv``. Before running, two declared rules are
-checked: the memory rule (estimated peak 8 B × (dd·d² + nn·n_train²) above ``memory_gb`` marks
-the cell ``cannot_run``), and the size rule: a method over budget on a data set is not tried on a
-data set with at least as many points and features (marked ``over_budget``, "estimated").
+cell is recorded as ``over_budget`` in ``cells.csv``. With ``-j N`` one fit can outlast the budget
+while the other workers' rows keep landing, so the parent also reads each landed row's
+``fit_time``: one above the budget marks the cell the same way. Before running, two declared
+rules are checked: the memory rule (estimated peak 8 B × (dd·d² + nn·n_train²) above
+``memory_gb`` marks the cell ``cannot_run``), and the size rule: a method over budget on a data
+set is not tried on a data set with at least as many points and features (marked
+``over_budget``, "estimated").
 Cells recorded over budget are retried only with a larger budget.
 """
 
@@ -48,6 +51,7 @@ from .config import ConfigError, Experiment, parse_config
 from .errors import DMLBenchError
 
 CELLS = "cells.csv"
+OVER_BUDGET = "a fit ran over the {:g} s budget"
 CELL_COLUMNS = ["dataset", "label", "status", "reason", "budget_seconds", "finished_at"]
 _SECTION = {"fit_budget_seconds": (int, float), "memory_gb": (int, float), "footprint": dict}
 PAGE = "leaderboard.html"
@@ -275,13 +279,12 @@ def run_board(board: Board, results_root: str | Path = "results", *, mirror=None
             setattr(summary, rule[0], getattr(summary, rule[0]) + 1)
         if not runnable:
             break
-        status, index = _run_cells(board, results_root, runnable)
+        status, index, reason = _run_cells(board, results_root, runnable)
         ran += runnable[:index + (status == "ok")]
         if status == "ok":
             break
         d, s = runnable[index]
-        _record(out, d, s, "over_budget", f"a fit ran over the {board.budget:g} s budget",
-                board.budget)
+        _record(out, d, s, "over_budget", reason, board.budget)
         echo(f"{exp.name}: {d} × {s}: over budget (–)")
         over.setdefault(s, []).append(d)
         summary.over_budget += 1
@@ -306,6 +309,47 @@ def _mark(out: Path, marks: pd.DataFrame, d: str, s: str, status: str, reason: s
     _record(out, d, s, status, reason, budget)
 
 
+class _LandedRows:
+    """The whole rows appended to a CSV log since this object was made, as dicts.
+
+    Reading starts after the last whole line: a half-written last row of a killed run, which the
+    runner cuts before appending (:mod:`dml_bench.results`), is not a row, and the rows appended
+    after the cut begin there.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.offset = path.read_bytes().rfind(b"\n") + 1 if path.exists() else 0
+
+    def new(self) -> list[dict]:
+        if not self.path.exists():
+            return []
+        with open(self.path, "rb") as fh:
+            first = fh.readline()
+            if not first.endswith(b"\n"):  # the header is being written
+                return []
+            start = max(self.offset, len(first))
+            fh.seek(start)
+            chunk = fh.read()
+        whole = chunk[:chunk.rfind(b"\n") + 1]  # a row being written waits for its newline
+        self.offset = start + len(whole)
+        header = next(csv.reader([first.decode()]))
+        return list(csv.DictReader(whole.decode().splitlines(), fieldnames=header))
+
+
+def _fit_over_budget(rows: list[dict], cells: list, budget: float) -> tuple[int, str] | None:
+    """The index in ``cells`` and the reason of the first of ``rows`` (landed fits, with their
+    ``dataset``, ``label`` and ``fit_time``) that is a fit of one of ``cells`` over ``budget``
+    seconds, or None. Rows of other cells (a concurrent run's) are not this watch's."""
+    for row in rows:
+        cell = (row.get("dataset"), row.get("label"))
+        seconds = float(row.get("fit_time") or "nan")
+        if cell in cells and seconds > budget:
+            return cells.index(cell), (f"{OVER_BUDGET.format(budget)} ({seconds:.0f} s, "
+                                       "while other fits went on)")
+    return None
+
+
 def _run_cells(board: Board, results_root, cells: list) -> tuple[str, int]:
     """Run ``cells`` one after the other in a child process under the watchdog.
 
@@ -313,11 +357,17 @@ def _run_cells(board: Board, results_root, cells: list) -> tuple[str, int]:
     that killing its process group also ends its loky workers (loky pools do not start inside
     ``multiprocessing`` children); it announces each cell on its stdout before running it.
 
+    Two watches: no row has landed for the budget (the running fits are all over it), and a fit
+    that landed records a ``fit_time`` above the budget (with ``-j N``, a fit over the budget
+    while the other workers' rows keep landing; its data preparation and evaluation are not
+    counted, so the check can only err towards letting a fit pass).
+
     Returns
     -------
-    status, index : str, int
-        ``("ok", len(cells))`` when every cell ran to its end, or ``("over_budget", i)`` when a
-        fit of ``cells[i]`` exceeded the budget (the child was killed there).
+    status, index, reason : str, int, str
+        ``("ok", len(cells), "")`` when every cell ran to its end within the budget, or
+        ``("over_budget", i, reason)`` when a fit of ``cells[i]`` exceeded it (the child was
+        killed then, or had ended).
 
     Raises
     ------
@@ -327,10 +377,15 @@ def _run_cells(board: Board, results_root, cells: list) -> tuple[str, int]:
     exp = board.experiment
     out = Path(results_root) / exp.name
     logs = [out / name for name in ("runs.csv", "tuning.csv", "errors.csv")]
+    fits = [_LandedRows(path) for path in logs[:2]]  # the logs whose rows are fits
 
     def stamp():
         return tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None
                      for p in logs)
+
+    def over_budget_fit():
+        return _fit_over_budget([row for tail in fits for row in tail.new()], cells,
+                                board.budget)
 
     # the resolved experiment, not the file: the child runs the very data sets planned here (an
     # `openml_suite:` entry is listed once, by the parent) with the command line's overrides
@@ -357,20 +412,28 @@ def _run_cells(board: Board, results_root, cells: list) -> tuple[str, int]:
             now, current = time.monotonic(), stamp()
             if current != last:
                 last, since = current, now
+                over = over_budget_fit()
             elif now - since > board.budget:
+                over = started[-1] if started else 0, OVER_BUDGET.format(board.budget)
+            else:
+                over = None
+            if over:
                 _kill_group(child.pid)
                 child.wait()
                 reader.join()
-                return "over_budget", started[-1] if started else 0
+                return ("over_budget", *over)
     except BaseException:  # Ctrl-C / SIGTERM of the board: take the cell's workers along
         _kill_group(child.pid)
         raise
     reader.join()
+    over = over_budget_fit()
+    if over:
+        return ("over_budget", *over)
     if child.returncode != 0:
         d, s = cells[started[-1] if started else 0]
         raise BoardError(f"{d} × {s}: the cell's run stopped with status {child.returncode} "
                          "(its message is above)")
-    return "ok", len(cells)
+    return "ok", len(cells), ""
 
 
 def _cell_main(argv: list[str]) -> int:  # pragma: no cover - runs in the child process
@@ -414,9 +477,10 @@ def board_table(board: Board, board_dir: Path, mirror=None, cache_dir=None) -> p
     """One row per (data set, method) cell of the board: its status and, when complete, the mean
     and std of its test error over the splits and its mean final-fit time.
 
-    Status: ``complete`` (every split has a row), ``over_budget``, ``cannot_run``, ``failed``
-    (from ``cells.csv``), ``no_data`` (the data set is not available here) or ``pending`` (still
-    to run).
+    Status: ``complete`` (every split has a row), ``over_budget`` (from ``cells.csv``, at this
+    budget or a larger one: before completeness, since a fit over the budget can land last),
+    ``cannot_run``, ``failed`` (from ``cells.csv``), ``no_data`` (the data set is not available
+    here) or ``pending`` (still to run).
     """
     from .report import read_runs
     from .tasks import all_tasks, plan
@@ -438,8 +502,12 @@ def board_table(board: Board, board_dir: Path, mirror=None, cache_dir=None) -> p
         have = [i for i in ids if i in by_id.index]
         row = {"dataset": d, "method": s, "n_splits": len(ids), "n_done": len(have),
                "error": np.nan, "error_std": np.nan, "fit_time": np.nan, "reason": ""}
+        over = (d, s) in marks.index and marks.loc[(d, s), "status"] == "over_budget" \
+            and float(marks.loc[(d, s), "budget_seconds"]) >= board.budget
         if d in no_data:
             row.update(status="no_data", reason=no_data[d])
+        elif over:  # a fit over the budget makes the cell "–" even if its rows are all there
+            row.update(status="over_budget", reason=marks.loc[(d, s), "reason"])
         elif len(have) == len(ids):
             errors = by_id.loc[have, "error"].astype(float) * 100
             # rounded far below one test point, so that equal error counts summed in another

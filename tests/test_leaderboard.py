@@ -239,6 +239,63 @@ def test_each_cell_reports_its_progress_in_a_log(small_board, tmp_path):
     assert "ETA 0 s" in done.stderr
 
 
+def test_the_watch_reads_each_landed_fit_whole_and_once(tmp_path):
+    from dml_bench.leaderboard import _LandedRows
+    from dml_bench.results import RunStore
+
+    store = RunStore(tmp_path)
+    store.append({"task_id": "a", "dataset": "iris", "label": "lda", "fit_time": 1.0})
+    with open(tmp_path / "runs.csv", "a") as fh:  # a row torn by a killed run
+        fh.write("torn,leaderboard,iris")
+    watch = _LandedRows(tmp_path / "runs.csv")
+    assert watch.new() == []
+    # the runner cuts the torn row before appending: the next rows are read whole, once
+    store.append({"task_id": "b", "dataset": "iris", "label": "lda", "fit_time": 700.0})
+    with open(tmp_path / "runs.csv", "a") as fh:  # a row being written
+        fh.write("c,leaderboard,wine")
+    assert [(r["task_id"], float(r["fit_time"])) for r in watch.new()] == [("b", 700.0)]
+    with open(tmp_path / "runs.csv", "a") as fh:
+        fh.write(",0,1,lda\n")
+    assert [r["task_id"] for r in watch.new()] == ["c"]
+    assert watch.new() == []
+    assert _LandedRows(tmp_path / "tuning.csv").new() == []  # no log yet
+
+
+def test_a_landed_fit_over_the_budget_marks_its_cell():
+    from dml_bench.leaderboard import _fit_over_budget
+
+    cells = [("iris", "lda"), ("wine", "lda")]
+    rows = [{"dataset": "iris", "label": "lda", "fit_time": "599.9"},
+            {"dataset": "iris", "label": "nca", "fit_time": "900"},  # not a cell of this watch
+            {"dataset": "wine", "label": "lda", "fit_time": ""},     # no fit time recorded
+            {"dataset": "wine", "label": "lda", "fit_time": "612.4"}]
+    assert _fit_over_budget(rows[:3], cells, 600) is None
+    index, reason = _fit_over_budget(rows, cells, 600)
+    assert index == 1
+    assert reason == "a fit ran over the 600 s budget (612 s, while other fits went on)"
+
+
+def test_a_complete_cell_marked_over_budget_shows_as_over_budget(small_board, tmp_path):
+    from dml_bench.leaderboard import _record
+
+    _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
+            "--solver", "lda")
+    board = tmp_path / "r" / "leaderboard_quick"
+    # its last fit landed over the budget (with -j N, while the other workers' rows landed)
+    _record(board, "iris", "lda", "over_budget", "a fit ran over the 60 s budget (61 s, ...)", 60)
+    out = _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
+                  "--solver", "lda")
+    assert "0 cells run" in out
+    table = pd.read_csv(board / "board.csv").set_index(["dataset", "method"])
+    assert table.loc[("iris", "lda"), "status"] == "over_budget"
+    assert table.loc[("wine", "lda"), "status"] == "complete"
+    # with a larger budget the mark no longer applies (the cell is not rerun: it is complete)
+    _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
+            "--solver", "lda", "--budget", "120")
+    table = pd.read_csv(board / "board.csv").set_index(["dataset", "method"])
+    assert table.loc[("iris", "lda"), "status"] == "complete"
+
+
 def test_notes_show_under_the_ranks_and_a_key_naming_nothing_is_one_line(small_board, tmp_path):
     data = yaml.safe_load(small_board.read_text())
     data["notes"] = {"wine/*": "a finding about wine, with its diagnosis"}
