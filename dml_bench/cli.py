@@ -289,11 +289,14 @@ def reproduce(obj, targets, all_targets, quick, precise, check_baseline, n_jobs,
 @click.option("--budget", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
               help="Per-fit wall-clock budget (overrides leaderboard.fit_budget_seconds).")
 @click.option("--stats-only", is_flag=True, help="Only write the statistics of what has run.")
+@click.option("--supersede", is_flag=True,
+              help="Move finished rows of tasks the board no longer has (a changed protocol "
+                   "setting) to *_superseded.csv; without it such a run stops and lists them.")
 @click.option("--results-dir", type=click.Path(file_okay=False), default="results",
               show_default=True)
 @click.pass_obj
 def leaderboard(obj, quick, config_path, datasets, solvers, n_jobs, backend, scheduler, budget,
-                stats_only, results_dir):
+                stats_only, supersede, results_dir):
     """Run the leaderboard (every method, every data set, one protocol), then its statistics.
 
     Cells run through the ordinary runner (resumable, in parts, shared by concurrent runs); a
@@ -315,7 +318,8 @@ def leaderboard(obj, quick, config_path, datasets, solvers, n_jobs, backend, sch
               f"{board.experiment.backend})")
     if not stats_only:
         s = run_board(board, results_dir, mirror=obj["mirror"], cache_dir=obj["cache_dir"],
-                      datasets=datasets, solvers=solvers, echo=lambda m: click.echo(m, err=True))
+                      datasets=datasets, solvers=solvers, supersede=supersede,
+                      echo=lambda m: click.echo(m, err=True))
         click.echo(f"{board.experiment.name}: {s.ran} cells run, {s.done_before} already done, "
                    f"{s.over_budget} over budget, {s.cannot_run} cannot run, {s.failed} failed, "
                    f"{s.no_data} without data")

@@ -192,7 +192,7 @@ def _record(board_dir: Path, dataset: str, label: str, status: str, reason: str,
 
 def run_board(board: Board, results_root: str | Path = "results", *, mirror=None, cache_dir=None,
               datasets: Sequence[str] | None = None, solvers: Sequence[str] | None = None,
-              echo: Callable[[str], None] = print) -> BoardSummary:
+              supersede: bool = False, echo: Callable[[str], None] = print) -> BoardSummary:
     """Run every cell of ``board`` not yet complete or marked, each fit under the budget.
 
     Parameters
@@ -203,6 +203,10 @@ def run_board(board: Board, results_root: str | Path = "results", *, mirror=None
         Parent of the board's folder ``<results_root>/<name>/``.
     datasets, solvers : sequence of str, optional
         Run only these data-set / solver labels (the rest stays to be run into the same folder).
+    supersede : bool
+        Set aside the rows of finished tasks that the board no longer has (a changed protocol
+        setting), as :func:`dml_bench.runner.run_experiment` does; without it the first cell's
+        run is refused and names them.
 
     Returns
     -------
@@ -279,7 +283,7 @@ def run_board(board: Board, results_root: str | Path = "results", *, mirror=None
             setattr(summary, rule[0], getattr(summary, rule[0]) + 1)
         if not runnable:
             break
-        status, index, reason = _run_cells(board, results_root, runnable)
+        status, index, reason = _run_cells(board, results_root, runnable, supersede)
         ran += runnable[:index + (status == "ok")]
         if status == "ok":
             break
@@ -350,7 +354,8 @@ def _fit_over_budget(rows: list[dict], cells: list, budget: float) -> tuple[int,
     return None
 
 
-def _run_cells(board: Board, results_root, cells: list) -> tuple[str, int]:
+def _run_cells(board: Board, results_root, cells: list,
+               supersede: bool = False) -> tuple[str, int, str]:
     """Run ``cells`` one after the other in a child process under the watchdog.
 
     The child is a fresh interpreter (``python -m dml_bench.leaderboard``) in its own session, so
@@ -390,7 +395,8 @@ def _run_cells(board: Board, results_root, cells: list) -> tuple[str, int]:
     # the resolved experiment, not the file: the child runs the very data sets planned here (an
     # `openml_suite:` entry is listed once, by the parent) with the command line's overrides
     args = {"experiment": exp.to_dict(), "source": board.source,
-            "results_root": str(results_root), "cells": cells, "budget": board.budget}
+            "results_root": str(results_root), "cells": cells, "budget": board.budget,
+            "supersede": supersede}
     started = []  # indices of the cells the child has announced, read by a thread
 
     def follow(stream):
@@ -453,7 +459,7 @@ def _cell_main(argv: list[str]) -> int:  # pragma: no cover - runs in the child 
                            cache_dir=os.environ.get("DMLBENCH_CACHE"),
                            echo=lambda m: print(m, file=sys.stderr, flush=True),
                            progress=task_progress(f"{exp.name}: {dataset} × {solver}"),
-                           datasets=[dataset], solvers=[solver])
+                           datasets=[dataset], solvers=[solver], supersede=args["supersede"])
         except DMLBenchError as exc:
             print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
             return 2

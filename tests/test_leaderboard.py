@@ -296,6 +296,28 @@ def test_a_complete_cell_marked_over_budget_shows_as_over_budget(small_board, tm
     assert table.loc[("iris", "lda"), "status"] == "complete"
 
 
+def test_a_changed_protocol_is_refused_until_superseded(small_board, tmp_path, capfd):
+    _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
+            "--solver", "lda")
+    board = tmp_path / "r" / "leaderboard_quick"
+    old = pd.read_csv(board / "runs.csv")
+    data = yaml.safe_load(small_board.read_text())
+    data["split"]["seed"] = 1  # every task of the board changes
+    small_board.write_text(yaml.safe_dump(data))
+    result = CliRunner().invoke(main, ["leaderboard", "--config", str(small_board),
+                                       "--results-dir", str(tmp_path / "r"), "--solver", "lda"])
+    assert result.exit_code != 0
+    child = capfd.readouterr().err  # the cell's run is a child process: its message is on fd 2
+    assert "Rerun with --supersede" in child and "iris split 0 lda" in child
+    assert "Traceback" not in result.output + child
+    assert pd.read_csv(board / "runs.csv").equals(old)  # nothing run, nothing moved
+    out = _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
+                  "--solver", "lda", "--supersede")
+    assert "2 cells run" in out
+    assert set(pd.read_csv(board / "runs_superseded.csv")["task_id"]) == set(old["task_id"])
+    assert not set(pd.read_csv(board / "runs.csv")["task_id"]) & set(old["task_id"])
+
+
 def test_notes_show_under_the_ranks_and_a_key_naming_nothing_is_one_line(small_board, tmp_path):
     data = yaml.safe_load(small_board.read_text())
     data["notes"] = {"wine/*": "a finding about wine, with its diagnosis"}
