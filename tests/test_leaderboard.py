@@ -403,3 +403,14 @@ def test_experiment_of_reads_a_board_config_and_a_run_config(tmp_path):
     assert experiment_of(REPO / "configs" / "quickstart.yaml").name == "quickstart"
     with pytest.raises(ConfigError, match="file not found"):
         experiment_of(tmp_path / "missing.yaml")
+
+
+def test_the_committed_board_gives_every_method_the_same_tuning_budget():
+    # the declared protocol (3): 3-fold CV over at most 9 grid points, for every method
+    from dml_bench.leaderboard import load_board
+
+    board = load_board(REPO / "configs" / "leaderboard.yaml")
+    for solver in board.experiment.solvers:
+        if solver.tune:
+            assert solver.tune.cv == 3, solver.label
+            assert math.prod(len(values) for _, values in solver.tune.grid) <= 9, solver.label
