@@ -288,7 +288,9 @@ def reproduce(obj, targets, all_targets, quick, precise, check_baseline, n_jobs,
                    "workers have threads, whatever -j says.")
 @click.option("--budget", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
               help="Per-fit wall-clock budget (overrides leaderboard.fit_budget_seconds).")
-@click.option("--stats-only", is_flag=True, help="Only write the statistics of what has run.")
+@click.option("--stats-only", is_flag=True,
+              help="Only write the statistics of what has run (and move finished tasks' tuning "
+                   "fits to tuning_done.csv).")
 @click.option("--supersede", is_flag=True,
               help="Move finished rows of tasks the board no longer has (a changed protocol "
                    "setting) to *_superseded.csv; without it such a run stops and lists them.")
@@ -304,7 +306,7 @@ def leaderboard(obj, quick, config_path, datasets, solvers, n_jobs, backend, sch
     marked cannot run. Writes ranks, Friedman/Nemenyi, pairwise Wilcoxon, the critical-difference
     diagram, the time–rank plot and leaderboard.html into RESULTS_DIR/<board name>.
     """
-    from .leaderboard import load_board, run_board, write_board_report
+    from .leaderboard import compact_tuning_log, load_board, run_board, write_board_report
 
     _exit_on_sigterm()
     config_path = config_path or f"configs/leaderboard{'_quick' if quick else ''}.yaml"
@@ -325,6 +327,8 @@ def leaderboard(obj, quick, config_path, datasets, solvers, n_jobs, backend, sch
                    f"{s.no_data} without data")
     board_dir = Path(results_dir) / board.experiment.name
     board_dir.mkdir(parents=True, exist_ok=True)
+    if stats_only:
+        compact_tuning_log(board_dir)
     for name, path in write_board_report(board, board_dir, obj["mirror"],
                                          obj["cache_dir"]).items():
         click.echo(f"  {name}: {path}")

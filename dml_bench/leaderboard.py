@@ -232,6 +232,7 @@ def run_board(board: Board, results_root: str | Path = "results", *, mirror=None
     _, skipped = plan(exp, mirror, cache_dir)
     no_data = {d for d, _, reason in skipped if reason.startswith("data not available")}
     runs = RunStore(out)
+    compact_tuning_log(out)  # a killed run's finished cells
     cells: dict[tuple[str, str], list] = {}
     for task in all_tasks(exp, mirror, cache_dir):
         if not (datasets and task.dataset.label not in datasets
@@ -301,7 +302,29 @@ def run_board(board: Board, results_root: str | Path = "results", *, mirror=None
             _record(out, d, s, "failed", "some of its tasks failed: see errors.csv",
                     board.budget)
             summary.failed += 1
+    compact_tuning_log(out)
     return summary
+
+
+def compact_tuning_log(board_dir: Path) -> int:
+    """Move the tuning fits of finished tasks from ``tuning.csv`` to ``tuning_done.csv``.
+
+    A task's tuning fits are read only while the task is unfinished (the runner tunes the tasks
+    it has still to run); once its row is in ``runs.csv``, which records the chosen values, their
+    validation error and the tuning time, they are a log. So the board's committed
+    ``tuning.csv`` holds what a fresh checkout needs to resume, a few cells' fits, and the whole
+    log (about 170 bytes a fit, 270 fits a tuned cell) stays local in ``tuning_done.csv``.
+    Returns the number of rows moved.
+    """
+    from .results import TUNE_COLUMNS, RunStore
+
+    board_dir = Path(board_dir)
+    tuning = RunStore(board_dir, "tuning", TUNE_COLUMNS)
+    fits = tuning.read()
+    done = set(fits.loc[fits["outer_task_id"].isin(RunStore(board_dir).finished()), "task_id"])
+    if done:
+        tuning.archive(done, into=board_dir / "tuning_done.csv")
+    return len(done)
 
 
 def _mark(out: Path, marks: pd.DataFrame, d: str, s: str, status: str, reason: str,
@@ -318,7 +341,8 @@ class _LandedRows:
 
     Reading starts after the last whole line: a half-written last row of a killed run, which the
     runner cuts before appending (:mod:`dml_bench.results`), is not a row, and the rows appended
-    after the cut begin there.
+    after the cut begin there. A log that shrank (rows set aside by a concurrent run) is read on
+    from its new end.
     """
 
     def __init__(self, path: Path):
@@ -332,6 +356,10 @@ class _LandedRows:
             first = fh.readline()
             if not first.endswith(b"\n"):  # the header is being written
                 return []
+            size = fh.seek(0, os.SEEK_END)
+            if size < self.offset:  # rewritten meanwhile (a concurrent run set rows aside)
+                fh.seek(0)
+                self.offset = fh.read().rfind(b"\n") + 1
             start = max(self.offset, len(first))
             fh.seek(start)
             chunk = fh.read()
@@ -347,7 +375,10 @@ def _fit_over_budget(rows: list[dict], cells: list, budget: float) -> tuple[int,
     seconds, or None. Rows of other cells (a concurrent run's) are not this watch's."""
     for row in rows:
         cell = (row.get("dataset"), row.get("label"))
-        seconds = float(row.get("fit_time") or "nan")
+        try:
+            seconds = float(row.get("fit_time") or "nan")
+        except ValueError:  # not a whole row of the log (it was rewritten under the watch)
+            continue
         if cell in cells and seconds > budget:
             return cells.index(cell), (f"{OVER_BUDGET.format(budget)} ({seconds:.0f} s, "
                                        "while other fits went on)")

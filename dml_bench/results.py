@@ -91,18 +91,20 @@ class RunStore:
             _atomic_write(self.runs, keep.reindex(columns=self.columns).to_csv(
                 index=False, lineterminator="\n"))
 
-    def archive(self, task_ids: set[str]) -> None:
-        """Move rows of ``task_ids`` (tasks no longer in the config) to ``runs_superseded.csv``."""
+    def archive(self, task_ids: set[str], into: Path | None = None) -> None:
+        """Move rows of ``task_ids`` to ``into``: by default ``<name>_superseded.csv`` (tasks no
+        longer in the config). They are appended there in one write, then dropped here."""
         moved = self.read()
         moved = moved[moved["task_id"].isin(task_ids)]
         moved = moved.reindex(columns=self.columns).astype(object)
-        for row in moved.where(moved.notna(), "").to_dict("records"):
-            self._append(self.superseded, row, self.columns)
+        if len(moved):
+            self._append(into or self.superseded,
+                         moved.where(moved.notna(), "").to_dict("records"), self.columns)
         self.drop(task_ids)
 
     def append(self, row: dict) -> None:
         """Append one finished task."""
-        self._append(self.runs, row, self.columns)
+        self._append(self.runs, [row], self.columns)
 
     def write_trace(self, task_id: str, trace: dict) -> Path:
         """``traces/<task_id>.csv``: a solver's per-iteration ``trace_`` (one column per key,
@@ -121,14 +123,14 @@ class RunStore:
 
     def append_error(self, row: dict) -> None:
         """Record a failed task (it stays unfinished and is retried by the next run)."""
-        self._append(self.errors, row, ERROR_COLUMNS)
+        self._append(self.errors, [row], ERROR_COLUMNS)
 
-    def _append(self, path: Path, row: dict, columns: list[str]) -> None:
+    def _append(self, path: Path, rows: list[dict], columns: list[str]) -> None:
         with self._locked():
             _cut_torn_line(path)
             _upgrade_columns(path, columns)
             header = not path.exists() or path.stat().st_size == 0
-            data = _to_csv([row], columns, header).encode()
+            data = _to_csv(rows, columns, header).encode()
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 os.write(fd, data)

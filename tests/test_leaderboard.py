@@ -258,7 +258,28 @@ def test_the_watch_reads_each_landed_fit_whole_and_once(tmp_path):
         fh.write(",0,1,lda\n")
     assert [r["task_id"] for r in watch.new()] == ["c"]
     assert watch.new() == []
+    # a concurrent run sets rows aside (the log is rewritten shorter): read on from its new end
+    store.drop({"a", "b"})
+    assert watch.new() == []
+    store.append({"task_id": "d", "dataset": "iris", "label": "lda", "fit_time": 2.0})
+    assert [r["task_id"] for r in watch.new()] == ["d"]
     assert _LandedRows(tmp_path / "tuning.csv").new() == []  # no log yet
+
+
+def test_finished_tasks_tuning_fits_leave_the_committed_log(tmp_path):
+    from dml_bench.leaderboard import compact_tuning_log
+    from dml_bench.results import TUNE_COLUMNS, RunStore
+
+    runs, tuning = RunStore(tmp_path), RunStore(tmp_path, "tuning", TUNE_COLUMNS)
+    runs.append({"task_id": "done", "dataset": "iris", "label": "lda", "fit_time": 1.0})
+    for i, outer in enumerate(["done", "open", "done", "open"]):
+        tuning.append({"task_id": f"t{i}", "outer_task_id": outer, "params": '{"C": 1}',
+                       "error": 0.1 * i})
+    assert compact_tuning_log(tmp_path) == 2
+    assert list(tuning.read()["task_id"]) == ["t1", "t3"]  # an unfinished task resumes from them
+    done = RunStore(tmp_path, "tuning_done", TUNE_COLUMNS).read()
+    assert list(done["task_id"]) == ["t0", "t2"] and list(done["params"]) == ['{"C": 1}'] * 2
+    assert compact_tuning_log(tmp_path) == 0
 
 
 def test_a_landed_fit_over_the_budget_marks_its_cell():
@@ -268,8 +289,9 @@ def test_a_landed_fit_over_the_budget_marks_its_cell():
     rows = [{"dataset": "iris", "label": "lda", "fit_time": "599.9"},
             {"dataset": "iris", "label": "nca", "fit_time": "900"},  # not a cell of this watch
             {"dataset": "wine", "label": "lda", "fit_time": ""},     # no fit time recorded
+            {"dataset": "wine", "label": "lda", "fit_time": "2026-11-26T12:00"},  # not a row
             {"dataset": "wine", "label": "lda", "fit_time": "612.4"}]
-    assert _fit_over_budget(rows[:3], cells, 600) is None
+    assert _fit_over_budget(rows[:4], cells, 600) is None
     index, reason = _fit_over_budget(rows, cells, 600)
     assert index == 1
     assert reason == "a fit ran over the 600 s budget (612 s, while other fits went on)"
