@@ -73,6 +73,7 @@ bench:
 	$(PYTHON) benchmarks/bench_scaling.py
 	$(PYTHON) benchmarks/bench_float32.py
 	$(PYTHON) benchmarks/bench_pair_distances.py
+	$(PYTHON) benchmarks/bench_eigh_drivers.py
 
 clean:
 	rm -rf results/quickstart results/*_quick .pytest_cache

@@ -20,7 +20,6 @@ import time
 import warnings
 
 import numpy as np
-import scipy.linalg
 import scipy.special
 from sklearn.decomposition import PCA
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
@@ -29,7 +28,7 @@ from sklearn.neighbors import NeighborhoodComponentsAnalysis
 from sklearn.utils import check_random_state
 
 from .base import MetricLearner
-from .linalg import PairOuterSum, check_square_memory, components_from_psd
+from .linalg import PairOuterSum, check_square_memory, components_from_psd, eigh_all
 
 
 def _set_linear_map(est, L, objective=float("nan"), n_iter=0, converged=True, trace=None,
@@ -374,7 +373,7 @@ class RCA(MetricLearner):
         centred = Xc - means[ids]
         C = centred.T @ centred / len(Xc)  # Ĉ
         d = C.shape[0]
-        lam, U = scipy.linalg.eigh(C)
+        lam, U = eigh_all(C)
         if self.ridge > 0:
             lam = lam + self.ridge * np.trace(C) / d
             keep = np.ones(d, dtype=bool)
@@ -396,7 +395,7 @@ class RCA(MetricLearner):
                              f"covariance ({keep.sum()}); give a ridge > 0")
         W = U[:, keep] / np.sqrt(lam[keep])  # whitens Ĉ on its range: WᵀĈW = I
         Xw = (X - X.mean(axis=0)) @ W
-        _, V = scipy.linalg.eigh(Xw.T @ Xw / len(X))  # S_t in whitened coordinates
+        _, V = eigh_all(Xw.T @ Xw / len(X), overwrite_a=True)  # S_t in whitened coordinates
         return (W @ V[:, ::-1][:, :self.n_components]).T
 
 
@@ -573,7 +572,7 @@ def ldml_gradient(outer_sum, t, p) -> tuple[np.ndarray, float]:
 
 
 def _project_psd(M: np.ndarray) -> np.ndarray:
-    lam, U = scipy.linalg.eigh((M + M.T) / 2)
+    lam, U = eigh_all((M + M.T) / 2, overwrite_a=True)
     pos = lam > 0
     return (U[:, pos] * lam[pos]) @ U[:, pos].T
 

@@ -36,14 +36,14 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse
 from scipy.optimize import Bounds, minimize
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 from sklearn.exceptions import ConvergenceWarning
 
 from .base import MetricLearner
-from .linalg import PairOuterSum, components_from_psd, pair_sq_distances, triplet_pairs
+from .linalg import (PairOuterSum, components_from_psd, eigh_all, pair_sq_distances,
+                     triplet_pairs)
 
 STOPPING_RULES = ("gap", "lbfgsb")
 #: ``factr = 1e7`` of the L-BFGS-B Fortran code (its default, "moderate accuracy") as scipy's ftol
@@ -226,7 +226,7 @@ class _TripletDual(_CachedDual):
 
     def _evaluate(self, v):
         S = self.pair_outer_sum(self.pair_weights(v))  # Σ_r u_r A_r
-        lam, U = scipy.linalg.eigh(S)
+        lam, U = eigh_all(S, overwrite_a=True)
         pos = lam > 0
         self._lam, self._U = lam[pos], U[:, pos]
         Z = self.X @ (self._U * np.sqrt(self._lam))  # points mapped by F, X_u = F Fᵀ
@@ -427,7 +427,7 @@ class _SDPDual(_CachedDual):
     def _evaluate(self, u):
         d = self.C.shape[0]
         A_hat = np.asarray(self.A.T @ u).reshape(d, d)
-        lam, U = scipy.linalg.eigh(self.C + (A_hat + A_hat.T) / 2)
+        lam, U = eigh_all(self.C + (A_hat + A_hat.T) / 2, overwrite_a=True)
         neg = lam < 0
         self._lam, self._U = -self.sigma * lam[neg], U[:, neg]  # X_u = U diag(σ|λ₋|) Uᵀ
         X = self.metric()

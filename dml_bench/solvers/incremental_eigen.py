@@ -28,8 +28,9 @@ Cost O(d(r + c)² + (r + c)³) time and O(d(r + c)) memory.
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 from scipy.linalg import lapack
+
+from .linalg import eigh_all
 
 #: block size of the compact WY Householder QR (geqrt); 16 and 64 were not consistently faster
 #: at d = 256 and 784 (one thread)
@@ -83,10 +84,7 @@ def eigen_update(U: np.ndarray, s: np.ndarray, A: np.ndarray, w: np.ndarray,
     B = np.vstack([UtA, np.triu(H[:p])])            # [UᵀA; R_A], (r+p)×c
     K = (B * np.asarray(w, dtype=float)) @ B.T
     K[np.arange(r), np.arange(r)] += s
-    # divide and conquer (syevd) on K's lower triangle: the fastest LAPACK eigh with all vectors
-    # (scipy 1.11, the floor, sizes syevd's workspace wrongly for a 1×1 K: plain syev there)
-    theta, V = scipy.linalg.eigh(K, driver="evd" if len(K) > 1 else "ev", overwrite_a=True,
-                                 check_finite=False)
+    theta, V = eigh_all(K, overwrite_a=True)
     tiny = rtol * max(np.abs(theta).max(initial=0.0), np.finfo(float).tiny)
     keep = np.flatnonzero((np.abs(theta) > tiny) & (theta > lower))[::-1]   # decreasing θ
     V = V[:, keep]

@@ -41,13 +41,12 @@ import time
 import warnings
 
 import numpy as np
-import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
 
 from ..evaluate import knn_error
 from ..splits import train_test_split_indices
 from .base import MetricLearner
-from .linalg import PairOuterSum, components_from_psd, pair_sq_distances
+from .linalg import PairOuterSum, components_from_psd, eigh_all, pair_sq_distances
 
 IMPOSTOR_MODES = ("recompute", "given")
 SOLVERS = ("L", "M")
@@ -400,7 +399,7 @@ class _Problem:
 
 def _project_psd(S):
     """``Π_{⪰0}(S)`` and a factor L with ``Π(S) = LᵀL`` from one eigendecomposition."""
-    lam, U = scipy.linalg.eigh((S + S.T) / 2)
+    lam, U = eigh_all((S + S.T) / 2, overwrite_a=True)
     lam = np.clip(lam, 0.0, None)
     L = (np.sqrt(lam) * U).T
     return (U * lam) @ U.T, L

@@ -46,7 +46,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .base import MetricLearner
 from .incremental_eigen import eigen_update
 from .linalg import (DENSE_EIGH_MAX_DIM, PairOuterSum, check_square_memory, components_from_psd,
-                     pair_differences, pair_sq_distances, triplet_pairs)
+                     eigh_all, pair_differences, pair_sq_distances, triplet_pairs)
 
 CONSTRAINTS = ("frobenius", "spectral")
 
@@ -416,7 +416,7 @@ class _DenseBase(_LowRankDMLBase):
 
     def _update(self, t, W, G, eta):
         """``Π_{S₊ ∩ ball}[W − ηG − ηλI]`` by a full ``eigh`` (Theorems 1–3). Returns (W, info)."""
-        mu, V = scipy.linalg.eigh(W - eta * G, overwrite_a=True)
+        mu, V = eigh_all(W - eta * G, overwrite_a=True)
         s = project_eigenvalues(mu, eta * self.lam, self.tau, self.constraint)
         keep = s > 0
         Vk = V[:, keep]
@@ -639,7 +639,7 @@ class LowRankFW(_DenseBase):
     def _vertex(self, W, G):
         """The linear minimiser S and the gap ``⟨∇F(W), W − S⟩`` (G: the hinge gradient)."""
         G = G + self.lam * np.eye(len(W))              # ∇F = ∇f + λI
-        theta, V = scipy.linalg.eigh(-G)
+        theta, V = eigh_all(-G, overwrite_a=True)
         s = linear_minimizer_eigenvalues(theta, self.tau, self.constraint)
         keep = s > 0
         S = (V[:, keep] * s[keep]) @ V[:, keep].T
@@ -764,7 +764,7 @@ class LowRankSGDOne(_DenseBase):
         return self._final(W)
 
     def _final(self, W):
-        mu, V = scipy.linalg.eigh(self._avg)
+        mu, V = eigh_all(self._avg)
         s = project_eigenvalues(mu, 0.0, self.tau, self.constraint)
         keep = s > 0
         return (V[:, keep] * s[keep]) @ V[:, keep].T

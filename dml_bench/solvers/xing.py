@@ -53,8 +53,8 @@ import scipy.optimize
 from sklearn.exceptions import ConvergenceWarning
 
 from .base import MetricLearner
-from .linalg import (PairOuterSum, components_from_psd, pair_differences, pair_sq_distances,
-                     weighted_outer_sum)
+from .linalg import (PairOuterSum, components_from_psd, eigh_all, pair_differences,
+                     pair_sq_distances, weighted_outer_sum)
 
 #: the original code sets the bound ``t = ⟨X_S, A_0⟩ / 100`` from the initial metric ``A_0 = I``
 BOUND_DIVISOR = 100.0
@@ -227,7 +227,7 @@ def _gradient(outer_sum, dist):
 
 def _project_psd(A):
     """Nearest PSD matrix (Frobenius) and its eigendecomposition: negative eigenvalues clipped."""
-    lam, V = scipy.linalg.eigh((A + A.T) / 2)
+    lam, V = eigh_all((A + A.T) / 2, overwrite_a=True)
     lam = np.clip(lam, 0.0, None)
     return (V * lam) @ V.T, lam, V
 
@@ -267,7 +267,7 @@ def _ascent_direction(grad, XS_unit):
 def _whitener(XS, rtol=1e-10):
     """``(W, N)``: ``W = diag(s)^{-1/2} Uᵀ`` over the range of ``X_S = U diag(s) Uᵀ`` (eigenvalues
     above ``rtol · s_max``) and an orthonormal basis ``N`` of its null space (d×0 when regular)."""
-    s, U = scipy.linalg.eigh(XS)
+    s, U = eigh_all(XS)
     keep = s > rtol * s[-1]
     return U[:, keep].T / np.sqrt(s[keep])[:, None], U[:, ~keep]
 
