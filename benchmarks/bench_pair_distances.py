@@ -11,10 +11,15 @@ constraint generators list them), the outer sums also on the real pairs of five 
 where ``DMLBENCH_DATA_MIRROR`` or the cache has their data, and both results compared (largest
 relative difference).
 
-    python benchmarks/bench_pair_distances.py [--repeat 30] [--out results/bench]
+``linalg.pair_quadratic_forms`` gives GD's and FW's pair distances at their dense iterate W
+(every iteration, over all pairs); it is timed against the difference rows it replaced
+(``einsum(D W, D)``, D built once and not timed), on the pair sets of a 3-fold tuning fit.
 
-Writes ``pair_distances.csv`` and ``pair_outer_sum.csv``: per shape the median seconds of each
-and their ratio.
+    python benchmarks/bench_pair_distances.py [--repeat 30] [--out results/bench]
+        [--part distances outer_sums quadratic_forms]
+
+Writes ``pair_distances.csv``, ``pair_outer_sum.csv`` and ``pair_quadratic_forms.csv``: per
+shape the median seconds of each and their ratio.
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ from threadpoolctl import threadpool_limits
 
 from bench_eigen_update import median_seconds  # benchmarks/, beside this script
 from bench_paper_times import table_cells
-from dml_bench.solvers.linalg import PairOuterSum, pair_sq_distances, triplet_pairs
+from dml_bench.solvers.linalg import (PairOuterSum, pair_quadratic_forms, pair_sq_distances,
+                                      triplet_pairs)
 from dml_bench.tasks import prepare_split
 
 #: (what, n points, rank, pairs): breast cancer's LMNN pairs (targets + impostors), a USPS
@@ -41,6 +47,10 @@ SHAPES = (("breast_cancer LMNN", 398, 30, 6_000), ("USPS triplets", 5_103, 256, 
 OUTER_SUM_SHAPES = (("letter LMNN", 14_000, 16, 140_000), ("digits LMNN", 1_257, 64, 15_000),
                     ("USPS DML-eig", 6_514, 256, 19_542), ("USPS triplets", 5_103, 256, 61_000),
                     ("MNIST triplets", 42_000, 784, 250_000))
+#: (what, n points, d, pairs) for the quadratic forms: the distinct pairs of the leaderboard's
+#: 3 + 3 neighbour triplets (about 6 a point) in a tuning fold (2/3 of the 70 % training part)
+QUADRATIC_FORM_SHAPES = (("digits fold", 838, 64, 5_000), ("letter fold", 9_333, 16, 56_000),
+                         ("USPS fold", 4_339, 256, 26_000), ("Yale B fold", 1_127, 1_024, 6_800))
 #: the same on the real pairs of timing rows (split 0 of their configs, where the data are here):
 #: (table, solver, dataset); DML-eig's dissimilar pairs, the triplets' distinct pairs otherwise.
 #: Real k-NN pairs join nearby points, which the random partners above do not
@@ -142,20 +152,54 @@ def time_pair_outer_sums(rng, repeat: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def time_pair_quadratic_forms(rng, repeat: int) -> pd.DataFrame:
+    """``pair_quadratic_forms.csv``: the forms of a dense symmetric W from ``X W`` against the
+    difference rows ``einsum(D W, D)``, alternating as the outer sums."""
+    rows = []
+    for what, n, d, n_pairs in QUADRATIC_FORM_SHAPES:
+        X = rng.normal(size=(n, d))
+        G = rng.normal(size=(d, d))
+        W = G + G.T  # symmetric, indefinite (a gradient step before its projection)
+        pairs = rng.integers(0, n, size=(n_pairs, 2))
+        D = X[pairs[:, 0]] - X[pairs[:, 1]]
+        ref = np.einsum("ij,ij->i", D @ W, D)
+        got = pair_quadratic_forms(X @ W, X, pairs)  # also the warm-up
+        rounds = [(median_seconds(lambda: pair_quadratic_forms(X @ W, X, pairs), 3),
+                   median_seconds(lambda: np.einsum("ij,ij->i", D @ W, D), 3))
+                  for _ in range(repeat)]
+        compiled_s, reference_s = np.median(rounds, axis=0)
+        rows.append({"shape": what, "n": n, "d": d, "pairs": n_pairs,
+                     "compiled_s": compiled_s, "difference_rows_s": reference_s,
+                     "speedup": reference_s / compiled_s,
+                     "max_rel_diff": float(np.max(np.abs(got - ref)) / np.abs(ref).max())})
+        print(f"{what}: X W + compiled pass {compiled_s * 1e3:.3f} ms, difference rows "
+              f"{reference_s * 1e3:.3f} ms ({reference_s / compiled_s:.2f}x)", flush=True)
+    return pd.DataFrame(rows)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--out", type=Path, default=Path("results/bench"))
     parser.add_argument("--outer-sum-repeat", type=int, default=5,
                         help="alternating rounds per outer-sum shape (MNIST's call takes seconds)")
+    parser.add_argument("--part", nargs="+", choices=PARTS, default=list(PARTS),
+                        help="which comparisons to run (default: all)")
     args = parser.parse_args(argv)
-    rng = np.random.default_rng(0)
-    with threadpool_limits(1):
-        distances = time_pair_distances(rng, args.repeat)
-        outer_sums = time_pair_outer_sums(rng, args.outer_sum_repeat)
     args.out.mkdir(parents=True, exist_ok=True)
-    distances.to_csv(args.out / "pair_distances.csv", index=False)
-    outer_sums.to_csv(args.out / "pair_outer_sum.csv", index=False)
+    for part in args.part:
+        rng = np.random.default_rng(0)
+        timing, repeat, name = PARTS[part]
+        with threadpool_limits(1):
+            table = timing(rng, getattr(args, repeat))
+        table.to_csv(args.out / name, index=False)
+
+
+#: part: (timing function, its repeat option, output file)
+PARTS = {"distances": (time_pair_distances, "repeat", "pair_distances.csv"),
+         "outer_sums": (time_pair_outer_sums, "outer_sum_repeat", "pair_outer_sum.csv"),
+         "quadratic_forms": (time_pair_quadratic_forms, "outer_sum_repeat",
+                             "pair_quadratic_forms.csv")}
 
 
 if __name__ == "__main__":

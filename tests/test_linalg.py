@@ -31,6 +31,18 @@ def test_pair_sq_distances_are_the_mahalanobis_distances(dtype):
     assert pair_sq_distances(Z, np.zeros((0, 2), dtype=int)).shape == (0,)
 
 
+def test_pair_quadratic_forms_are_the_forms_of_an_indefinite_w():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(12, 5))
+    G = rng.normal(size=(5, 5))
+    W = G + G.T  # symmetric, eigenvalues of both signs
+    pairs = rng.integers(0, 12, size=(40, 2))
+    expected = np.array([(X[a] - X[b]) @ W @ (X[a] - X[b]) for a, b in pairs])
+    np.testing.assert_allclose(linalg.pair_quadratic_forms(X @ W, X, pairs), expected,
+                               rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+    assert linalg.pair_quadratic_forms(X @ W, X, np.zeros((0, 2), dtype=int)).shape == (0,)
+
+
 @pytest.mark.parametrize("n_pairs", [6, 60])  # fewer pairs than points: differences; more: Laplacian
 def test_pair_outer_sum_is_the_explicit_sum_for_every_call(n_pairs):
     rng = np.random.default_rng(1)

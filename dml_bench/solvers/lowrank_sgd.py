@@ -46,7 +46,8 @@ from sklearn.exceptions import ConvergenceWarning
 from .base import MetricLearner
 from .incremental_eigen import eigen_update
 from .linalg import (DENSE_EIGH_MAX_DIM, PairOuterSum, check_square_memory, components_from_psd,
-                     eigh_all, pair_differences, pair_sq_distances, triplet_pairs)
+                     eigh_all, pair_differences, pair_quadratic_forms, pair_sq_distances,
+                     triplet_pairs)
 
 CONSTRAINTS = ("frobenius", "spectral")
 
@@ -141,14 +142,11 @@ class TripletEvaluator:
                 pair_sq_distances(Z, self.local[:, [0, 2]]))
 
     def distances_dense(self, W):
-        """``(q_ij, q_ik)`` for a dense d×d ``W`` (X dense)."""
+        """``(q_ij, q_ik)`` for a dense symmetric d×d ``W`` (X dense)."""
         Xp = self.X if self.pts is None else self.X[self.pts]
         Y = Xp @ W
-        out = []
-        for col in (1, 2):
-            a, b = self.local[:, 0], self.local[:, col]
-            out.append(np.einsum("ij,ij->i", Y[a] - Y[b], Xp[a] - Xp[b]))
-        return tuple(out)
+        return (pair_quadratic_forms(Y, Xp, self.local[:, [0, 1]]),
+                pair_quadratic_forms(Y, Xp, self.local[:, [0, 2]]))
 
 
 # --------------------------------------------------------------------------------------------
@@ -369,19 +367,22 @@ def _batch_gradient(X, batch, W):
 class _FullObjective:
     """F(W) and its (sub)gradient over all T triplets at a dense W.
 
-    The triplets' pairs are reduced to the distinct pairs (``linalg.triplet_pairs``); the hinge
-    subgradient ``(1/T) Σ_active (d_ij d_ijᵀ − d_ik d_ikᵀ)`` is one signed weighted outer sum
+    The triplets' pairs are reduced to the distinct pairs (``linalg.triplet_pairs``); their
+    squared distances are the quadratic forms of W on the mapped points ``X W``
+    (``linalg.pair_quadratic_forms``), and the hinge subgradient
+    ``(1/T) Σ_active (d_ij d_ijᵀ − d_ik d_ikᵀ)`` is one signed weighted outer sum
     (``linalg.PairOuterSum``).
     """
 
     def __init__(self, X, triplets, lam):
         self.X, self.lam, self.T = X, lam, len(triplets)
         self.pairs, self.target, self.impostor = triplet_pairs(triplets)
-        self.D = pair_differences(X, self.pairs)
         self.outer_sum = PairOuterSum(X, self.pairs)
+        points, local = np.unique(self.pairs, return_inverse=True)
+        self.Xp, self.local_pairs = X[points], local.reshape(-1, 2)  # the pairs' points only
 
     def __call__(self, W):
-        q = np.einsum("ij,ij->i", self.D @ W, self.D)
+        q = pair_quadratic_forms(self.Xp @ W, self.Xp, self.local_pairs)
         margin = 1.0 + q[self.target] - q[self.impostor]
         active = margin > 0
         f = float(np.maximum(margin, 0.0).mean() + self.lam * np.trace(W))
