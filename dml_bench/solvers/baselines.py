@@ -10,8 +10,8 @@ Where scikit-learn has the method it is wrapped, not rewritten: ``NCA`` wraps
 chunklet-centred points. ``LDML`` (Guillaumin, Verbeek & Schmid 2009) maximises the logistic
 log-likelihood of the pair labels by gradient ascent; the distances of all pairs are computed
 row-wise from ``X M`` (n×d×d flops, never a d×d matrix per pair;
-``linalg.pair_quadratic_forms``) and the gradient ``Σ_n (p_n − t_n)(x_i − x_j)(x_i − x_j)ᵀ`` is one weighted pair outer sum
-(``linalg.PairOuterSum``).
+``linalg.pair_quadratic_forms``) and the gradient ``Σ_n (p_n − t_n)(x_i − x_j)(x_i − x_j)ᵀ`` is
+one weighted pair outer sum (``linalg.PairOuterSum``).
 """
 
 from __future__ import annotations
