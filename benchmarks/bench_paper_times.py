@@ -43,6 +43,7 @@ from threadpoolctl import threadpool_limits
 
 from dml_bench.papers import PaperTable, list_paper_tables, load_paper_table
 from dml_bench.registry import UnknownNameError
+from dml_bench.results import RunStore
 from dml_bench.reproduction import availability, experiment_of, load_targets
 from dml_bench.solvers import SOLVERS
 from dml_bench.tasks import Task, all_tasks, fit_task_solver, prepare_split
@@ -104,8 +105,7 @@ def table_cells(key: str, results_root: Path = ROOT / "results") -> list[Cell]:
     cells = [Cell(key, row, col, mean) for row, col, mean, _ in table.cells()]
     if why or exp is None:
         return [dataclasses.replace(c, reason=why or "no config") for c in cells]
-    runs_csv = results_root / exp.name / "runs.csv"
-    runs = pd.read_csv(runs_csv) if runs_csv.is_file() else pd.DataFrame(columns=["split"])
+    runs = RunStore(results_root / exp.name).read()
     tasks = {}
     for task in all_tasks(exp):
         if task.split == 0:

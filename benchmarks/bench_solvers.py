@@ -17,7 +17,6 @@ import argparse
 import time
 import warnings
 
-import numpy as np
 from threadpoolctl import threadpool_limits
 
 from dml_bench.config import parse_scalar

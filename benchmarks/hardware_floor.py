@@ -72,6 +72,7 @@ from threadpoolctl import threadpool_limits
 
 from dml_bench.config import load_config
 from dml_bench.errors import DMLBenchError
+from dml_bench.results import RunStore
 from dml_bench.solvers import frobmetric, lowrank_sgd
 from dml_bench.solvers.linalg import DENSE_EIGH_MAX_DIM, triplet_pairs, uses_pair_laplacian
 from dml_bench.tasks import Task, all_tasks, fit_task_solver, prepare_split
@@ -224,9 +225,8 @@ def case_task(case: FloorCase, iters: int, results_root: Path = ROOT / "results"
     exp = dataclasses.replace(exp, datasets=(entry,))
     task = next(t for t in all_tasks(exp) if t.split == 0 and t.solver.label == case.solver_label)
     tuned = {}
-    runs_csv = results_root / source.name / "runs.csv"
-    if task.solver.tune and runs_csv.is_file():
-        runs = pd.read_csv(runs_csv)
+    runs = RunStore(results_root / source.name).read() if task.solver.tune else []
+    if len(runs):
         hit = runs[(runs["split"] == 0) & (runs["dataset"] == case.dataset_label)
                    & (runs["label"] == case.solver_label)]
         if len(hit) and isinstance(hit["tuned_params"].iloc[-1], str):

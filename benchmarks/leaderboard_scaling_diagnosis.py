@@ -31,6 +31,7 @@ import scipy.sparse
 
 from dml_bench.evaluate import knn_error
 from dml_bench.leaderboard import load_board
+from dml_bench.results import RunStore
 from dml_bench.tasks import all_tasks, prepare_split
 
 OUT = Path("results/leaderboard_diagnosis")
@@ -56,10 +57,10 @@ def diagnose(dataset: str, normalizations: list[str], config: str) -> pd.DataFra
              if t.dataset.label == dataset and t.solver.label == "euclidean"]
     if not tasks:
         raise SystemExit(f"{config}: no euclidean task on data set {dataset!r}")
-    runs = Path("results") / exp.name / "runs.csv"
-    if not runs.is_file():
-        raise SystemExit(f"{runs}: not found; run the board's euclidean cell on {dataset} first")
-    committed = pd.read_csv(runs)
+    committed = RunStore(Path("results") / exp.name).read()
+    if not len(committed):
+        raise SystemExit(f"results/{exp.name}: no runs; run the board's euclidean cell on "
+                         f"{dataset} first")
     committed = committed[(committed.dataset == dataset) & (committed.label == "euclidean")]
     runs_error = dict(zip(committed.split, committed.error))
     board = tasks[0].dataset.preprocessing.normalize

@@ -69,6 +69,7 @@ from threadpoolctl import threadpool_limits
 from dml_bench.config import load_config, parse_scalar
 from dml_bench.evaluate import model_error, spectrum_counts
 from dml_bench.papers import load_paper_table
+from dml_bench.results import RunStore
 from dml_bench.solvers import SOLVERS
 from dml_bench.tables import is_match
 from dml_bench.tasks import all_tasks, prepare_split
@@ -187,7 +188,7 @@ def committed_runs(sweep: str) -> dict[str, tuple[dict, float]]:
     """Per task id of the committed run of the sweep's label: its tuned parameters (empty when
     untuned) and its error (%), which the headline variant must reproduce."""
     entry = SWEEPS[sweep]
-    runs = pd.read_csv(Path("results") / load_config(entry["config"]).name / "runs.csv")
+    runs = RunStore(Path("results") / load_config(entry["config"]).name).read()
     runs = runs[runs["label"] == entry["label"]]
     return {t: (json.loads(p) if isinstance(p, str) and p else {}, 100 * e)
             for t, p, e in zip(runs["task_id"], runs["tuned_params"], runs["error"])}

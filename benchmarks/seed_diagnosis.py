@@ -51,6 +51,7 @@ from threadpoolctl import threadpool_limits
 from dml_bench.config import parse_scalar
 from dml_bench.evaluate import knn_error, model_error, spectrum_counts
 from dml_bench.leaderboard import experiment_of
+from dml_bench.results import RunStore
 from dml_bench.solvers import SOLVERS
 from dml_bench.tasks import Task, all_tasks, prepare_split
 
@@ -80,9 +81,9 @@ def tasks_for(config: str, label: str, dataset: str, splits: int | None = None,
 
 
 def committed_runs(exp, results_root: str | Path = "results") -> pd.DataFrame:
-    """``results/<name>/runs.csv`` of the experiment (empty when it has not been run)."""
-    path = Path(results_root) / exp.name / "runs.csv"
-    return pd.read_csv(path) if path.is_file() else pd.DataFrame()
+    """``results/<name>/runs.csv`` (and its further files) of the experiment (empty when it has
+    not been run)."""
+    return RunStore(Path(results_root) / exp.name).read()
 
 
 def committed_row(task: Task, runs: pd.DataFrame) -> dict | None:

@@ -156,16 +156,12 @@ def land_rows(fn: Callable, work: list, into: RunStore, *, n_jobs: int, backend:
 
 
 def finished_reader(store: RunStore, require_timing: bool) -> Callable[[], set]:
-    """``finished()``: the task ids in ``store`` now, re-read only when the file has changed
+    """``finished()``: the task ids in ``store`` now, re-read only when the log has changed
     (another run on the same folder appends to it)."""
     cache = {"key": None, "ids": set()}
 
     def finished() -> set:
-        try:
-            stat = store.runs.stat()
-            key = (stat.st_mtime_ns, stat.st_size)
-        except FileNotFoundError:
-            key = None
+        key = store.stamp()
         if key != cache["key"]:
             cache["key"], cache["ids"] = key, store.finished(require_timing=require_timing)
         return cache["ids"]

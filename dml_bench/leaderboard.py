@@ -49,6 +49,7 @@ import yaml
 from . import __version__, ranking
 from .config import ConfigError, Experiment, parse_config
 from .errors import DMLBenchError
+from .results import log_segments, log_stamp
 
 CELLS = "cells.csv"
 OVER_BUDGET = "a fit ran over the {:g} s budget"
@@ -337,34 +338,40 @@ def _mark(out: Path, marks: pd.DataFrame, d: str, s: str, status: str, reason: s
 
 
 class _LandedRows:
-    """The whole rows appended to a CSV log since this object was made, as dicts.
+    """The whole rows appended to a CSV log (every file of it, :func:`results.log_segments`)
+    since this object was made, as dicts.
 
     Reading starts after the last whole line: a half-written last row of a killed run, which the
     runner cuts before appending (:mod:`dml_bench.results`), is not a row, and the rows appended
-    after the cut begin there. A log that shrank (rows set aside by a concurrent run) is read on
-    from its new end.
+    after the cut begin there. A file of the log that shrank (rows set aside by a concurrent
+    run) is read on from its new end; a file that appears later is read from its first row.
     """
 
     def __init__(self, path: Path):
         self.path = path
-        self.offset = path.read_bytes().rfind(b"\n") + 1 if path.exists() else 0
+        self.offsets = {seg: seg.read_bytes().rfind(b"\n") + 1
+                        for seg in log_segments(path) if seg.exists()}
 
     def new(self) -> list[dict]:
-        if not self.path.exists():
+        return [row for seg in log_segments(self.path) for row in self._new_in(seg)]
+
+    def _new_in(self, seg: Path) -> list[dict]:
+        if not seg.exists():
             return []
-        with open(self.path, "rb") as fh:
+        offset = self.offsets.get(seg, 0)
+        with open(seg, "rb") as fh:
             first = fh.readline()
             if not first.endswith(b"\n"):  # the header is being written
                 return []
             size = fh.seek(0, os.SEEK_END)
-            if size < self.offset:  # rewritten meanwhile (a concurrent run set rows aside)
+            if size < offset:  # rewritten meanwhile (a concurrent run set rows aside)
                 fh.seek(0)
-                self.offset = fh.read().rfind(b"\n") + 1
-            start = max(self.offset, len(first))
+                offset = fh.read().rfind(b"\n") + 1
+            start = max(offset, len(first))
             fh.seek(start)
             chunk = fh.read()
         whole = chunk[:chunk.rfind(b"\n") + 1]  # a row being written waits for its newline
-        self.offset = start + len(whole)
+        self.offsets[seg] = start + len(whole)
         header = next(csv.reader([first.decode()]))
         return list(csv.DictReader(whole.decode().splitlines(), fieldnames=header))
 
@@ -416,8 +423,7 @@ def _run_cells(board: Board, results_root, cells: list,
     fits = [_LandedRows(path) for path in logs[:2]]  # the logs whose rows are fits
 
     def stamp():
-        return tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None
-                     for p in logs)
+        return tuple(log_stamp(path) for path in logs)
 
     def over_budget_fit():
         return _fit_over_budget([row for tail in fits for row in tail.new()], cells,

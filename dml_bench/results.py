@@ -6,6 +6,10 @@ an exclusive file lock (so two runs of the same experiment cannot interleave lin
 ``fsync``. A half-written last line left by a killed run is cut before the next append. Rewrites
 (``--force``, superseded rows) go to a temporary file that is renamed over the original.
 
+A log is committed with the results, so it is kept in files of at most about
+:data:`SEGMENT_BYTES`: once ``runs.csv`` has reached that size, rows go on in ``runs.2.csv``, then
+``runs.3.csv``, … (each with its header), and every reader reads them in that order as one log.
+
 Runs on one folder share its task list through :class:`TaskClaims`: a task is run by the run
 that holds its claim, and the operating system releases the claims of a run that dies.
 """
@@ -16,6 +20,7 @@ import contextlib
 import csv
 import io
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -40,12 +45,39 @@ ERROR_COLUMNS = ["task_id", "experiment", "dataset", "split", "label", "error_ty
                  "where", "finished_at"]
 
 
+#: the size after which a log goes on in its next file (``runs.csv`` → ``runs.2.csv``): the
+#: logs are committed, and the project commits no file above 2 MB (the full leaderboard's
+#: ``runs.csv`` holds about 4,000 rows of 600 bytes)
+SEGMENT_BYTES = 1_000_000
+
+
+def log_segments(path: Path) -> list[Path]:
+    """The files of the log ``path`` in order: ``path`` itself, then the existing
+    ``<stem>.2<suffix>``, ``<stem>.3<suffix>``, … by number."""
+    path = Path(path)
+    pattern = re.compile(rf"{re.escape(path.stem)}\.([2-9]|[1-9]\d+){re.escape(path.suffix)}")
+    numbered = [(int(m.group(1)), p) for p in path.parent.glob(f"{path.stem}.*{path.suffix}")
+                if (m := pattern.fullmatch(p.name))]
+    return [path] + [p for _, p in sorted(numbered)]
+
+
+def log_stamp(path: Path) -> tuple:
+    """``(name, mtime, size)`` of each file of the log ``path``: changes whenever it does."""
+    stamps = []
+    for seg in log_segments(path):
+        with contextlib.suppress(FileNotFoundError):
+            stat = seg.stat()
+            stamps.append((seg.name, stat.st_mtime_ns, stat.st_size))
+    return tuple(stamps)
+
+
 class RunStore:
     """Append-only task log of one experiment (``runs.csv``, failures in ``errors.csv``).
 
     ``name``/``columns`` select another log of the same folder (``tuning.csv`` with
     :data:`TUNE_COLUMNS`). A log written by an older version with other columns is rewritten
-    with the current columns (missing ones empty) before the next row is appended.
+    with the current columns (missing ones empty) before the next row is appended. Each log
+    may span several files (:func:`log_segments`); ``runs`` is its first.
     """
 
     def __init__(self, directory: str | Path, name: str = "runs", columns: list[str] = RUN_COLUMNS):
@@ -63,15 +95,16 @@ class RunStore:
             yield
 
     def read(self) -> pd.DataFrame:
-        """All complete rows (a half-written last line from a killed run is ignored)."""
-        if not self.runs.exists() or self.runs.stat().st_size == 0:
+        """All complete rows, over the log's files in order (a half-written last line from a
+        killed run is ignored)."""
+        frames = [frame for frame in map(_read_log, log_segments(self.runs)) if len(frame)]
+        if not frames:
             return pd.DataFrame(columns=self.columns)
-        text = self.runs.read_text()
-        if not text.endswith("\n"):
-            text = text[: text.rfind("\n") + 1]
-        if not text:  # only a half-written header line (killed during the first write)
-            return pd.DataFrame(columns=self.columns)
-        return pd.read_csv(io.StringIO(text), dtype={"task_id": str})
+        return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+    def stamp(self) -> tuple:
+        """Changes whenever the log does (:func:`log_stamp`)."""
+        return log_stamp(self.runs)
 
     def finished(self, require_timing: bool = False) -> set[str]:
         """Task ids already in ``runs.csv`` (with ``require_timing``: only sequential-timing rows)."""
@@ -81,15 +114,17 @@ class RunStore:
         return set(runs["task_id"])
 
     def drop(self, task_ids: set[str]) -> None:
-        """Remove rows of ``task_ids`` and any half-written last line (atomic rewrite)."""
+        """Remove rows of ``task_ids`` and any half-written last line (an atomic rewrite of each
+        file of the log that changes)."""
         with self._locked():
-            runs = self.read()
-            keep = runs[~runs["task_id"].isin(task_ids)]
-            if len(keep) == len(runs) and (not self.runs.exists()
-                                           or self.runs.read_bytes().endswith(b"\n")):
-                return
-            _atomic_write(self.runs, keep.reindex(columns=self.columns).to_csv(
-                index=False, lineterminator="\n"))
+            for seg in log_segments(self.runs):
+                runs = _read_log(seg)
+                keep = runs[~runs["task_id"].isin(task_ids)] if len(runs) else runs
+                if len(keep) == len(runs) and (not seg.exists()
+                                               or seg.read_bytes().endswith(b"\n")):
+                    continue
+                _atomic_write(seg, keep.reindex(columns=self.columns).to_csv(
+                    index=False, lineterminator="\n"))
 
     def archive(self, task_ids: set[str], into: Path | None = None) -> None:
         """Move rows of ``task_ids`` to ``into``: by default ``<name>_superseded.csv`` (tasks no
@@ -126,17 +161,26 @@ class RunStore:
         self._append(self.errors, [row], ERROR_COLUMNS)
 
     def _append(self, path: Path, rows: list[dict], columns: list[str]) -> None:
+        """Append ``rows`` to the log ``path``, in its last file until that holds
+        :data:`SEGMENT_BYTES`, then in a new one (a row is never split): one write per file."""
         with self._locked():
-            _cut_torn_line(path)
-            _upgrade_columns(path, columns)
-            header = not path.exists() or path.stat().st_size == 0
-            data = _to_csv(rows, columns, header).encode()
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            segments = log_segments(path)
+            last = segments[-1]
+            _cut_torn_line(last)
+            _upgrade_columns(last, columns)
+            size = last.stat().st_size if last.exists() else 0
+            pending = []
+            for row in rows:
+                line = _to_csv([row], columns, header=False).encode()
+                if size and size + len(line) > SEGMENT_BYTES and (pending or _has_rows(last)):
+                    _write_rows(last, pending, columns)
+                    segments.append(_next_segment(path, len(segments)))
+                    last, size, pending = segments[-1], 0, []
+                if size == 0:
+                    size = len(_to_csv([], columns, header=True).encode())
+                pending.append(line)
+                size += len(line)
+            _write_rows(last, pending, columns)
 
 
 class TaskClaims:
@@ -159,6 +203,45 @@ class TaskClaims:
         except Timeout:
             return None
         return lock
+
+
+def _read_log(path: Path) -> pd.DataFrame:
+    """The complete rows of one file of a log (empty when it has none)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return pd.DataFrame()
+    text = path.read_text()
+    if not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
+    if not text:  # only a half-written header line (killed during the first write)
+        return pd.DataFrame()
+    return pd.read_csv(io.StringIO(text), dtype={"task_id": str})
+
+
+def _has_rows(path: Path) -> bool:
+    """Whether the file holds a row after its header."""
+    with open(path, "rb") as fh:
+        fh.readline()
+        return bool(fh.read(1))
+
+
+def _next_segment(path: Path, number: int) -> Path:
+    """The file of the log ``path`` after its ``number`` existing ones: ``<stem>.<number + 1>``."""
+    return path.with_name(f"{path.stem}.{number + 1}{path.suffix}")
+
+
+def _write_rows(path: Path, lines: list[bytes], columns: list[str]) -> None:
+    """Append the encoded rows ``lines`` to ``path`` (with the header if it is new or empty) in
+    one ``write``, then ``fsync``."""
+    if not lines:
+        return
+    header = not path.exists() or path.stat().st_size == 0
+    data = (_to_csv([], columns, header=True).encode() if header else b"") + b"".join(lines)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _cut_torn_line(path: Path) -> None:

@@ -266,6 +266,24 @@ def test_the_watch_reads_each_landed_fit_whole_and_once(tmp_path):
     assert _LandedRows(tmp_path / "tuning.csv").new() == []  # no log yet
 
 
+def test_the_watch_follows_the_log_into_its_next_file(tmp_path, monkeypatch):
+    from dml_bench import results
+    from dml_bench.leaderboard import _LandedRows
+    from dml_bench.results import RunStore
+
+    monkeypatch.setattr(results, "SEGMENT_BYTES", 300)
+    store = RunStore(tmp_path)
+    store.append({"task_id": "a", "dataset": "iris", "label": "lda", "fit_time": 1.0})
+    watch = _LandedRows(tmp_path / "runs.csv")
+    for name in "bcde":
+        store.append({"task_id": name, "dataset": "iris", "label": "lda", "fit_time": 2.0})
+    assert len(results.log_segments(tmp_path / "runs.csv")) > 2
+    assert [r["task_id"] for r in watch.new()] == ["b", "c", "d", "e"]
+    assert watch.new() == []
+    store.append({"task_id": "f", "dataset": "iris", "label": "lda", "fit_time": 700.0})
+    assert [(r["task_id"], float(r["fit_time"])) for r in watch.new()] == [("f", 700.0)]
+
+
 def test_finished_tasks_tuning_fits_leave_the_committed_log(tmp_path):
     from dml_bench.leaderboard import compact_tuning_log
     from dml_bench.results import TUNE_COLUMNS, RunStore

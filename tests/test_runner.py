@@ -243,6 +243,70 @@ def small_experiment():
                       execution={"n_jobs": 1, "backend": "sequential"})
 
 
+def log_row(i):
+    return {"task_id": f"t{i:03d}", "experiment": "seg", "dataset": "wine", "split": i % 10,
+            "solver": "lmnn", "label": "lmnn", "error": 0.01 * i, "fit_time": 1.5 * i}
+
+
+def test_a_log_goes_on_in_numbered_files_below_the_segment_size(tmp_path, monkeypatch):
+    """runs.csv, runs.2.csv, ..., runs.11.csv: each file at most SEGMENT_BYTES with its own
+    header, read back as one log in the order written (runs.10.csv after runs.9.csv)."""
+    from dml_bench import results
+    monkeypatch.setattr(results, "SEGMENT_BYTES", 700)
+    store = RunStore(tmp_path)
+    ids = [log_row(i)["task_id"] for i in range(50)]
+    for i in range(50):
+        store.append(log_row(i))
+    files = results.log_segments(tmp_path / "runs.csv")
+    names = [f.name for f in files]
+    assert names[:3] == ["runs.csv", "runs.2.csv", "runs.3.csv"] and len(names) > 10
+    assert names == ["runs.csv"] + [f"runs.{k}.csv" for k in range(2, len(names) + 1)]
+    header = ",".join(RUN_COLUMNS) + "\n"
+    for f in files:
+        text = f.read_text()
+        assert len(text.encode()) <= 700 and text.startswith(header) and text.count("\n") > 1
+    assert list(store.read()["task_id"]) == ids
+    assert store.finished() == set(ids)
+    # a batch (rows set aside in one write) fills the last file, then new ones
+    RunStore(tmp_path).archive(set(ids[5:30]))
+    assert list(store.read()["task_id"]) == ids[:5] + ids[30:]
+    moved = results.log_segments(tmp_path / "runs_superseded.csv")
+    assert len(moved) > 1 and all(len(f.read_bytes()) <= 700 for f in moved)
+    assert list(pd.concat(pd.read_csv(f) for f in moved)["task_id"]) == ids[5:30]
+    # a torn last row (a killed run) is cut before the next append, in the last file only
+    with open(files[-1], "a") as fh:
+        fh.write("t999,seg,wi")
+    assert list(store.read()["task_id"]) == ids[:5] + ids[30:]
+    store.append(log_row(50))
+    assert list(store.read()["task_id"]) == ids[:5] + ids[30:] + ["t050"]
+    assert all(f.read_bytes().endswith(b"\n") for f in results.log_segments(store.runs))
+
+
+def test_a_row_longer_than_the_segment_size_gets_a_file_of_its_own(tmp_path, monkeypatch):
+    from dml_bench import results
+    monkeypatch.setattr(results, "SEGMENT_BYTES", 10)
+    store = RunStore(tmp_path)
+    store.archive(set())  # nothing to move: no file is written
+    for i in range(3):
+        store.append(log_row(i))
+    files = results.log_segments(store.runs)
+    assert [f.read_text().count("\n") for f in files] == [2, 2, 2]  # header + one whole row
+    assert list(store.read()["task_id"]) == ["t000", "t001", "t002"]
+
+
+def test_a_run_sees_rows_that_land_in_a_new_file_of_the_log(tmp_path, monkeypatch):
+    from dml_bench import results
+    monkeypatch.setattr(results, "SEGMENT_BYTES", 400)
+    store = RunStore(tmp_path)
+    finished = execution.finished_reader(store, require_timing=False)
+    store.append(log_row(0))
+    assert finished() == {"t000"}
+    for i in range(1, 4):
+        store.append(log_row(i))
+    assert len(results.log_segments(store.runs)) > 1
+    assert finished() == {"t000", "t001", "t002", "t003"}
+
+
 def test_half_written_last_line_is_repaired(tmp_path):
     exp = small_experiment()
     ids = planned_ids(exp)
