@@ -131,25 +131,31 @@ def outer_sum_cases(rng):
 
 def time_pair_outer_sums(rng, repeat: int) -> pd.DataFrame:
     """``pair_outer_sum.csv``: :class:`PairOuterSum`'s pass against the CSR Laplacian product,
-    per call with signed weights (the fixed set-up of either is not timed). The two alternate,
-    ``repeat`` rounds of 3 calls each, and each keeps the median of its rounds' medians: on a
-    shared machine, load that comes and goes then weighs on both alike."""
+    per call with signed weights (the fixed set-up of either is not timed), alternating."""
     rows = []
     for what, X, pairs in outer_sum_cases(rng):
         (n, d), n_pairs = X.shape, len(pairs)
         w = rng.normal(size=n_pairs)
         compiled, reference = PairOuterSum(X, pairs), CsrPairOuterSum(X, pairs)
-        ref, got = reference(w), compiled(w)  # also the warm-up
-        rounds = [(median_seconds(lambda: compiled(w), 3), median_seconds(lambda: reference(w), 3))
-                  for _ in range(repeat)]
-        compiled_s, reference_s = np.median(rounds, axis=0)
-        rows.append({"shape": what, "n": n, "d": d, "pairs": n_pairs,
-                     "compiled_s": compiled_s, "csr_s": reference_s,
-                     "speedup": reference_s / compiled_s,
-                     "max_rel_diff": float(np.max(np.abs(got - ref)) / np.abs(ref).max())})
-        print(f"{what}: compiled {compiled_s * 1e3:.3f} ms, CSR {reference_s * 1e3:.3f} ms "
-              f"({reference_s / compiled_s:.2f}x)", flush=True)
+        rows.append(alternating_comparison({"shape": what, "n": n, "d": d, "pairs": n_pairs},
+                                           lambda: compiled(w), lambda: reference(w), "csr",
+                                           repeat))
     return pd.DataFrame(rows)
+
+
+def alternating_comparison(row: dict, compiled, reference, name: str, repeat: int) -> dict:
+    """``row`` with the median seconds of ``compiled()`` and ``reference()`` (``compiled_s``,
+    ``<name>_s``), their ratio and the largest relative difference of their results. The two
+    alternate, ``repeat`` rounds of 3 calls each, and each keeps the median of its rounds'
+    medians: on a shared machine, load that comes and goes then weighs on both alike."""
+    ref, got = reference(), compiled()  # also the warm-up (the first call compiles)
+    rounds = [(median_seconds(compiled, 3), median_seconds(reference, 3)) for _ in range(repeat)]
+    compiled_s, reference_s = np.median(rounds, axis=0)
+    print(f"{row['shape']}: compiled {compiled_s * 1e3:.3f} ms, {name} {reference_s * 1e3:.3f} "
+          f"ms ({reference_s / compiled_s:.2f}x)", flush=True)
+    return {**row, "compiled_s": compiled_s, f"{name}_s": reference_s,
+            "speedup": reference_s / compiled_s,
+            "max_rel_diff": float(np.max(np.abs(got - ref)) / np.abs(ref).max())}
 
 
 def time_pair_quadratic_forms(rng, repeat: int) -> pd.DataFrame:
@@ -162,18 +168,10 @@ def time_pair_quadratic_forms(rng, repeat: int) -> pd.DataFrame:
         W = G + G.T  # symmetric, indefinite (a gradient step before its projection)
         pairs = rng.integers(0, n, size=(n_pairs, 2))
         D = X[pairs[:, 0]] - X[pairs[:, 1]]
-        ref = np.einsum("ij,ij->i", D @ W, D)
-        got = pair_quadratic_forms(X @ W, X, pairs)  # also the warm-up
-        rounds = [(median_seconds(lambda: pair_quadratic_forms(X @ W, X, pairs), 3),
-                   median_seconds(lambda: np.einsum("ij,ij->i", D @ W, D), 3))
-                  for _ in range(repeat)]
-        compiled_s, reference_s = np.median(rounds, axis=0)
-        rows.append({"shape": what, "n": n, "d": d, "pairs": n_pairs,
-                     "compiled_s": compiled_s, "difference_rows_s": reference_s,
-                     "speedup": reference_s / compiled_s,
-                     "max_rel_diff": float(np.max(np.abs(got - ref)) / np.abs(ref).max())})
-        print(f"{what}: X W + compiled pass {compiled_s * 1e3:.3f} ms, difference rows "
-              f"{reference_s * 1e3:.3f} ms ({reference_s / compiled_s:.2f}x)", flush=True)
+        rows.append(alternating_comparison(
+            {"shape": what, "n": n, "d": d, "pairs": n_pairs},
+            lambda: pair_quadratic_forms(X @ W, X, pairs),
+            lambda: np.einsum("ij,ij->i", D @ W, D), "difference_rows", repeat))
     return pd.DataFrame(rows)
 
 

@@ -442,8 +442,8 @@ def pair_quadratic_forms(Y: np.ndarray, X: np.ndarray, pairs: np.ndarray) -> np.
     The form of a dense W, PSD or not (the iterates of GD and FW, before any factor exists):
     one n×d×d GEMM for ``Y`` (the caller's) and one compiled pass over the pairs,
     ``Σ_k (y_a − y_b)_k (x_a − x_b)_k``, instead of the difference rows' n_pairs×d×d GEMM and
-    their n_pairs×d temporaries: 4–5.5× faster on the pairs of a tuning fold of digits, USPS
-    and Yale B (d = 64 to 1024), 1.3× on letter's d = 16 (``benchmarks/bench_pair_distances.py``,
+    their n_pairs×d temporaries: 3.3–5.6× faster on the pairs of a tuning fold of digits, USPS
+    and Yale B (d = 64 to 1024), 1.9× on letter's d = 16 (``benchmarks/bench_pair_distances.py``,
     results/bench/pair_quadratic_forms.csv).
     """
     pairs = np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
