@@ -246,6 +246,28 @@ def test_memory_stays_linear_in_d():
 
 
 @pytest.mark.parametrize("cls", COMPARATORS)
+def test_the_memory_guard_counts_the_dxd_arrays_a_fit_holds(cls):
+    """The guard's count of d×d arrays (``_n_dense``) against the peak that tracemalloc measures
+    over a whole fit (numpy and LAPACK's workspace included): never above it, and not padded by
+    a whole array. The n×d arrays of 40 points add 0.05 d² here."""
+    rng = np.random.default_rng(0)
+    n, d = 40, 800
+    X = rng.standard_normal((n, d))
+    c = Constraints(np.zeros((0, 2), int), np.zeros((0, 2), int),
+                    np.array([[i, (i + 1) % n, (i + 2) % n] for i in range(n)]))
+    model = cls(max_iter=3)
+    if "log_every" in model.get_params():  # the SGD variants: their objective at every iterate
+        model.set_params(log_every=1)
+    tracemalloc.start()
+    try:
+        model.fit(X, constraints=c)
+        peak = tracemalloc.get_traced_memory()[1] / (d * d * 8)
+    finally:
+        tracemalloc.stop()
+    assert cls._n_dense - 1 < peak <= cls._n_dense + 0.25
+
+
+@pytest.mark.parametrize("cls", COMPARATORS)
 def test_memory_guard_raises_before_allocating(cls):
     d = 200_000
     X = np.zeros((4, d))

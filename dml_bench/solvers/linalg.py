@@ -324,8 +324,12 @@ def eigh_all(S: np.ndarray, overwrite_a: bool = False) -> tuple[np.ndarray, np.n
     thread 0.80–0.86× the time of scipy's default MRRR (``syevr``) for d from 64 to 1024
     (``benchmarks/bench_eigh_drivers.py``, results/bench/eigh_drivers.csv). scipy 1.11
     (the floor) sizes ``syevd``'s workspace wrongly for a 1×1 matrix: plain ``syev`` there.
+    A C-ordered ``S`` is passed as its transpose (Fortran-ordered, the same lower triangle read as
+    the upper), so that ``overwrite_a`` works in place instead of on a d×d copy.
     """
-    return scipy.linalg.eigh(S, driver="evd" if len(S) > 1 else "ev", overwrite_a=overwrite_a)
+    transpose = S.flags.c_contiguous and not S.flags.f_contiguous
+    return scipy.linalg.eigh(S.T if transpose else S, lower=not transpose,
+                             driver="evd" if len(S) > 1 else "ev", overwrite_a=overwrite_a)
 
 
 def components_from_psd(S: np.ndarray, right: np.ndarray | None = None) -> np.ndarray:
@@ -334,7 +338,9 @@ def components_from_psd(S: np.ndarray, right: np.ndarray | None = None) -> np.nd
     Returns ``Λ^{1/2} Uᵀ`` (times ``right`` when given) from ``S = U Λ Uᵀ``, with round-off
     negative eigenvalues clipped to zero and rows ordered by decreasing eigenvalue.
     """
-    lam, U = eigh_all((S + S.T) / 2, overwrite_a=True)
+    A = S + S.T
+    A *= 0.5
+    lam, U = eigh_all(A, overwrite_a=True)
     L = (np.sqrt(np.clip(lam, 0.0, None)) * U).T[::-1]
     return L if right is None else L @ right
 

@@ -392,11 +392,24 @@ class _FullObjective:
         return f, G                                    # G: gradient of the hinge term only
 
 
+def _from_top_eigenpairs(V, s):
+    """``Σ_{s_i > 0} s_i v_i v_iᵀ`` for the new eigenvalues s of an ascending ``eigh`` (V).
+
+    The projections (4)/(5) and the FW vertex map the eigenvalues monotonically, so the positive
+    ones are the last: their eigenvectors are taken as a view, not a gathered copy.
+    """
+    first = len(s) - np.count_nonzero(s > 0)
+    Vk = V[:, first:]
+    return (Vk * s[first:]) @ Vk.T
+
+
 class _DenseBase(_LowRankDMLBase):
     """Projected (stochastic) gradient on a dense d×d W; projection (5)/(4) by ``eigh``."""
 
-    #: d×d float64 arrays alive at once (W, gradient, eigenvectors, temporaries)
-    _n_dense = 4
+    #: d×d float64 arrays alive at once at the peak: W, the gradient, the matrix decomposed (its
+    #: eigenvectors in place) and ``syevd``'s workspace of 2 d² (measured with tracemalloc in
+    #: tests/test_lowrank_sgd.py)
+    _n_dense = 5
     #: full gradient over all triplets (GD, FW) or mini-batches of ``batch_size`` (SGD variants)
     _full_gradient = False
 
@@ -417,11 +430,11 @@ class _DenseBase(_LowRankDMLBase):
 
     def _update(self, t, W, G, eta):
         """``Π_{S₊ ∩ ball}[W − ηG − ηλI]`` by a full ``eigh`` (Theorems 1–3). Returns (W, info)."""
-        mu, V = eigh_all(W - eta * G, overwrite_a=True)
+        A = np.multiply(G, -eta)
+        A += W
+        mu, V = eigh_all(A, overwrite_a=True)
         s = project_eigenvalues(mu, eta * self.lam, self.tau, self.constraint)
-        keep = s > 0
-        Vk = V[:, keep]
-        return (Vk * s[keep]) @ Vk.T, {"rank": int(keep.sum())}
+        return _from_top_eigenpairs(V, s), {"rank": int(np.count_nonzero(s > 0))}
 
     def _fit(self, X, y, constraints):
         self._check_params()
@@ -438,12 +451,8 @@ class _DenseBase(_LowRankDMLBase):
             f, G = self._gradient(X, triplets, W, rng)
             W, info = self._update(t, W, G, self._step_size(t))
             if f is None:   # stochastic: objective of the new iterate on the evaluation subset
-                if t % self.log_every == 0 or t == self.max_iter:
-                    R = self._report(W)
-                    qt, qi = evaluator.distances_dense(R)
-                    f = hinge_objective(qt, qi, np.trace(R), self.lam)
-                else:
-                    f = np.nan
+                f = (self._subset_objective(W, evaluator)
+                     if t % self.log_every == 0 or t == self.max_iter else np.nan)
             trace["objective"].append(f)     # full gradient: F at the iterate the step started
             stop = info.pop("stop", False)
             for key, val in info.items():
@@ -452,7 +461,9 @@ class _DenseBase(_LowRankDMLBase):
             if stop:
                 converged = True
                 break
+        del G                                # d×d arrays alive at the end: W and the final one
         W = self._final(W)
+        optimality = self._optimality(W)
         self.metric_ = W
         self.components_ = components_from_psd(W)
         qt, qi = TripletEvaluator(X, triplets).distances_dense(W)
@@ -462,7 +473,13 @@ class _DenseBase(_LowRankDMLBase):
                           f"(last gap {trace['gap'][-1]:.3g})", ConvergenceWarning)
         # no stopping rule (tol = 0): the method runs its prescribed max_iter iterations
         self._finish(trace, len(trace["time"]), converged or tol == 0,
-                     hinge_objective(qt, qi, np.trace(W), self.lam), self._optimality(W))
+                     hinge_objective(qt, qi, np.trace(W), self.lam), optimality)
+
+    def _subset_objective(self, W, evaluator):
+        """F on the evaluation subset of triplets at the reported matrix of W."""
+        R = self._report(W)
+        qt, qi = evaluator.distances_dense(R)
+        return hinge_objective(qt, qi, np.trace(R), self.lam)
 
     def _optimality(self, W):
         """``optimality_`` at the returned W (no measure by default)."""
@@ -638,18 +655,23 @@ class LowRankFW(_DenseBase):
             raise ValueError(f"tol must be >= 0, got {self.tol}")
 
     def _vertex(self, W, G):
-        """The linear minimiser S and the gap ``⟨∇F(W), W − S⟩`` (G: the hinge gradient)."""
-        G = G + self.lam * np.eye(len(W))              # ∇F = ∇f + λI
-        theta, V = eigh_all(-G, overwrite_a=True)
-        s = linear_minimizer_eigenvalues(theta, self.tau, self.constraint)
-        keep = s > 0
-        S = (V[:, keep] * s[keep]) @ V[:, keep].T
-        return S, float(np.vdot(G, W - S))
+        """The linear minimiser S and the gap ``⟨∇F(W), W − S⟩`` (G: the hinge gradient), with
+        ``∇F = G + λI``."""
+        A = np.negative(G)
+        A.flat[::len(W) + 1] -= self.lam               # −∇F
+        theta, V = eigh_all(A, overwrite_a=True)
+        S = _from_top_eigenpairs(V, linear_minimizer_eigenvalues(theta, self.tau, self.constraint))
+        gap = np.vdot(G, W) - np.vdot(G, S) + self.lam * (np.trace(W) - np.trace(S))
+        return S, float(gap)
 
     def _update(self, t, W, G, gamma):
         S, gap = self._vertex(W, G)
         stop = self.tol > 0 and gap <= self.tol * abs(self._last_f)
-        W_new = W if stop else (1 - gamma) * W + gamma * S
+        if stop:
+            return W, {"gap": gap, "stop": stop}
+        S *= gamma
+        W_new = np.multiply(W, 1 - gamma)
+        W_new += S
         return W_new, {"gap": gap, "stop": stop}
 
     def _gradient(self, X, triplets, W, rng):
@@ -703,7 +725,7 @@ class LowRankSGDOne(_DenseBase):
     """
 
     _schedule = "constant"
-    _n_dense = 5
+    _n_dense = 6    # and the running average of the iterates
 
     def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, gamma=1.0,
                  batch_size=10, max_iter=500, log_every=10, n_eval=10000, random_state=0,
@@ -748,17 +770,19 @@ class LowRankSGDOne(_DenseBase):
         lam_min, v = self._min_eigpair(W)
         self._v = v
         g_val = -lam_min
-        step = G + self.lam * np.eye(len(W))
-        if self._mu > 0:
-            step -= self._mu * np.outer(v, v)          # μ ∇g(W) = −μ v vᵀ
-        W_new = W - eta * step
+        W_new = np.multiply(G, -eta)                   # W − η(G + λI − μ v vᵀ)
+        W_new.flat[::len(W) + 1] -= eta * self.lam
+        if self._mu > 0:                               # μ ∇g(W) = −μ v vᵀ
+            W_new += np.outer(v, (eta * self._mu) * v)
+        W_new += W
         norm = (np.linalg.norm(W_new) if self.constraint == "frobenius"
                 else np.linalg.norm(W_new, 2))
         if norm > self.tau:
             W_new *= self.tau / norm
         self._mu = max(0.0, (1 - self.gamma * eta) * self._mu + eta * g_val)
         self._count += 1
-        self._avg += (W_new - self._avg) / self._count
+        self._avg *= (self._count - 1) / self._count  # the running mean of the iterates
+        self._avg += W_new / self._count
         return W_new, {"multiplier": self._mu}
 
     def _report(self, W):
@@ -766,6 +790,4 @@ class LowRankSGDOne(_DenseBase):
 
     def _final(self, W):
         mu, V = eigh_all(self._avg)
-        s = project_eigenvalues(mu, 0.0, self.tau, self.constraint)
-        keep = s > 0
-        return (V[:, keep] * s[keep]) @ V[:, keep].T
+        return _from_top_eigenpairs(V, project_eigenvalues(mu, 0.0, self.tau, self.constraint))
