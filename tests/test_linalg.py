@@ -57,6 +57,39 @@ def test_pair_outer_sum_is_the_explicit_sum_for_every_call(n_pairs):
                                    rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("expected", [None, 2, 15, 150])  # 15 ≤ 0.1 d < 150: both drivers
+@pytest.mark.parametrize("n_above", [0, 1, 12])
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_eigh_above_gives_numpys_eigenpairs_above_the_threshold(expected, n_above, overwrite,
+                                                                monkeypatch):
+    """The eigenpairs above ``lower`` of numpy's ``eigh`` (eigenvalues, and the projector onto
+    their span, which does not depend on the eigenvectors' signs), read from the lower triangle
+    of a C-ordered matrix, whatever the guess ``expected``; the value-range driver ``syevr``
+    only when the guess is at most a tenth of d."""
+    import scipy.linalg
+
+    from dml_bench.solvers import linalg
+    drivers = []
+    eigh = scipy.linalg.eigh
+    monkeypatch.setattr(linalg.scipy.linalg, "eigh",
+                        lambda *a, **k: drivers.append(k.get("driver")) or eigh(*a, **k))
+    rng = np.random.default_rng(n_above)
+    d, lower = 200, 0.3
+    Q = np.linalg.qr(rng.normal(size=(d, d)))[0]
+    spectrum = np.r_[rng.uniform(-2.0, 0.29, d - n_above), rng.uniform(0.31, 2.0, n_above)]
+    A = (Q * spectrum) @ Q.T
+    junk = np.tril(A) + np.triu(rng.normal(size=(d, d)), 1)
+    lam, V = linalg.eigh_above(junk, lower, expected, overwrite_a=overwrite)
+    ref_lam, ref_V = np.linalg.eigh(A)
+    above = ref_lam > lower
+    assert drivers == ["evr" if expected is not None and expected <= d / 10 else "evd"]
+    assert lam.shape == (n_above,) and V.shape == (d, n_above) and np.all(np.diff(lam) >= 0)
+    eps = np.finfo(float).eps
+    np.testing.assert_allclose(lam, ref_lam[above], rtol=0, atol=100 * d * eps)
+    np.testing.assert_allclose(V @ V.T, ref_V[:, above] @ ref_V[:, above].T, rtol=0,
+                               atol=1e-10)
+
+
 @pytest.mark.parametrize("d", [1, 2, 60])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_eigh_all_is_an_eigendecomposition(d, dtype):

@@ -10,6 +10,7 @@ import tracemalloc
 import numpy as np
 import pytest
 import scipy.sparse
+from sklearn.base import clone
 
 from dml_bench.constraints import Constraints, random_triplets
 from dml_bench.solvers.incremental_eigen import eigen_update
@@ -212,6 +213,54 @@ def test_fit_replays_algorithm_1_densely():
     assert "metric_" not in vars(model)  # a property, never stored
 
 
+def active_rows(X, c, W):
+    """The difference rows ``x_i − x_j``, ``x_i − x_k`` of the triplets whose hinge is active at
+    W (dense d×d algebra)."""
+    T = c.triplets
+    Dt, Di = X[T[:, 0]] - X[T[:, 1]], X[T[:, 0]] - X[T[:, 2]]
+    act = 1 + np.einsum("ij,jk,ik->i", Dt, W, Dt) - np.einsum("ij,jk,ik->i", Di, W, Di) > 0
+    return Dt[act], Di[act]
+
+
+def fw_vertex(G, lam, tau=1.0):
+    """``τ N/‖N‖_F``, ``N = Π_{S₊}(−G − λI)``, by numpy's ``eigh``."""
+    theta, V = np.linalg.eigh(-G - lam * np.eye(len(G)))
+    N = (V * np.maximum(theta, 0)) @ V.T
+    return tau * N / np.linalg.norm(N) if N.any() else N
+
+
+@pytest.mark.parametrize("cls", [LowRankGD, LowRankFW])
+def test_gd_and_fw_replay_their_updates_densely(cls, monkeypatch):
+    """Eight iterations of GD (update (5) with the full gradient) and of FW equal a dense numpy
+    replay, in d = 200 where the iterates have rank at most 29 (30 points): after the first,
+    the projections decompose only the few eigenpairs they keep (``syevr`` on a value range,
+    ``linalg.eigh_above``), and GD's objective is taken on the factor of its iterate."""
+    import scipy.linalg
+
+    from dml_bench.solvers import linalg
+    drivers = []
+    eigh = scipy.linalg.eigh
+    monkeypatch.setattr(linalg.scipy.linalg, "eigh",
+                        lambda *a, **k: drivers.append(k.get("driver")) or eigh(*a, **k))
+    X, c = triplet_problem(5, d=200, n=30, T=80)
+    lam, step = 0.1, (0.1 if cls is LowRankGD else 2.0)
+    model = cls(lam=lam, step=step, max_iter=8).fit(X, constraints=c)
+    W, objectives = np.zeros((200, 200)), []
+    for t in range(1, 9):
+        objectives.append(objective(X, c, W, lam))
+        At, Ai = active_rows(X, c, W)
+        if cls is LowRankGD:  # the full gradient: the mini-batch step with b = T
+            W = dense_projected_step(W, At, Ai, step, lam, 1.0, "frobenius", len(c.triplets))
+        else:
+            G = (At.T @ At - Ai.T @ Ai) / len(c.triplets)
+            gamma = min(1.0, step / (t + 2))
+            W = (1 - gamma) * W + gamma * fw_vertex(G, lam)
+    assert "evr" in drivers[1:]
+    np.testing.assert_allclose(model.metric_, W, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(model.trace_["objective"], objectives, rtol=1e-10)
+    assert model.objective_ == pytest.approx(objective(X, c, W, lam), rel=1e-10)
+
+
 def test_csr_input_gives_the_same_result_as_dense():
     X, c = triplet_problem(2, d=30, n=20, T=40)
     X[np.abs(X) < 1.0] = 0.0  # genuinely sparse
@@ -258,7 +307,8 @@ def test_the_memory_guard_counts_the_dxd_arrays_a_fit_holds(cls):
     model = cls(max_iter=3)
     if "log_every" in model.get_params():  # the SGD variants: their objective at every iterate
         model.set_params(log_every=1)
-    tracemalloc.start()
+    clone(model).fit(X, constraints=c)  # numba's first compilation (no on-disk cache) is not
+    tracemalloc.start()                 # the fit's memory
     try:
         model.fit(X, constraints=c)
         peak = tracemalloc.get_traced_memory()[1] / (d * d * 8)

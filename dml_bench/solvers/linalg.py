@@ -332,6 +332,36 @@ def eigh_all(S: np.ndarray, overwrite_a: bool = False) -> tuple[np.ndarray, np.n
                              driver="evd" if len(S) > 1 else "ev", overwrite_a=overwrite_a)
 
 
+#: :func:`eigh_above` computes only the eigenpairs asked for (``syevr`` on a value range) when
+#: their expected number is at most this fraction of d; above it, every eigenpair by ``syevd``
+#: is faster (one BLAS thread: 0.4–0.6× the time of ``syevd`` for a few eigenpairs, break-even
+#: near 0.1 d at d = 256 and 0.2 d at d = 1024; benchmarks/bench_eigh_drivers.py --part above)
+SUBSET_EIGH_MAX_FRACTION = 0.1
+
+
+def eigh_above(S: np.ndarray, lower: float, expected: int | None = None,
+               overwrite_a: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The eigenpairs ``(λ, U)`` of the symmetric ``S`` with ``λ > lower``, λ ascending.
+
+    What a projection onto the PSD cone needs (Theorem 1 of Zhang & Zhang 2017: the eigenvalues
+    above the shrinkage ``ηλ``; the Frank-Wolfe vertex: the positive ones), the others being
+    clipped to 0.
+    With ``expected`` (the caller's guess of their number, such as the count at its previous
+    iteration) at most ``SUBSET_EIGH_MAX_FRACTION · d``, only these are computed, by MRRR
+    restricted to ``(lower, ∞)`` (``syevr``: the tridiagonal reduction, then k eigenvectors and
+    their back-transformation); otherwise (or with ``expected=None``) every eigenpair by
+    :func:`eigh_all`, the rest dropped. The same eigenpairs either way, up to round-off.
+    """
+    d = len(S)
+    if expected is None or expected > SUBSET_EIGH_MAX_FRACTION * d or d < 2:
+        lam, U = eigh_all(S, overwrite_a=overwrite_a)
+        first = np.searchsorted(lam, lower, side="right")
+        return lam[first:], U[:, first:]
+    transpose = S.flags.c_contiguous and not S.flags.f_contiguous
+    return scipy.linalg.eigh(S.T if transpose else S, lower=not transpose, driver="evr",
+                             subset_by_value=(lower, np.inf), overwrite_a=overwrite_a)
+
+
 def components_from_psd(S: np.ndarray, right: np.ndarray | None = None) -> np.ndarray:
     """``L`` with ``LᵀL = right_factorᵀ S right_factor`` for a PSD ``S``.
 

@@ -46,8 +46,8 @@ from sklearn.exceptions import ConvergenceWarning
 from .base import MetricLearner
 from .incremental_eigen import eigen_update
 from .linalg import (DENSE_EIGH_MAX_DIM, PairOuterSum, check_square_memory, components_from_psd,
-                     eigh_all, pair_differences, pair_quadratic_forms, pair_sq_distances,
-                     triplet_pairs)
+                     eigh_above, eigh_all, pair_differences, pair_quadratic_forms,
+                     pair_sq_distances, triplet_pairs)
 
 CONSTRAINTS = ("frobenius", "spectral")
 
@@ -369,7 +369,9 @@ class _FullObjective:
 
     The triplets' pairs are reduced to the distinct pairs (``linalg.triplet_pairs``); their
     squared distances are the quadratic forms of W on the mapped points ``X W``
-    (``linalg.pair_quadratic_forms``), and the hinge subgradient
+    (``linalg.pair_quadratic_forms``), or, given a factor ``W = F Fᵀ`` (d×r, the projected
+    iterate of GD), the squared distances of the points mapped by F (n×d×r flops instead of
+    n×d×d), and the hinge subgradient
     ``(1/T) Σ_active (d_ij d_ijᵀ − d_ik d_ikᵀ)`` is one signed weighted outer sum
     (``linalg.PairOuterSum``).
     """
@@ -381,8 +383,9 @@ class _FullObjective:
         points, local = np.unique(self.pairs, return_inverse=True)
         self.Xp, self.local_pairs = X[points], local.reshape(-1, 2)  # the pairs' points only
 
-    def __call__(self, W):
-        q = pair_quadratic_forms(self.Xp @ W, self.Xp, self.local_pairs)
+    def __call__(self, W, factor=None):
+        q = (pair_quadratic_forms(self.Xp @ W, self.Xp, self.local_pairs) if factor is None
+             else pair_sq_distances(self.Xp @ factor, self.local_pairs))
         margin = 1.0 + q[self.target] - q[self.impostor]
         active = margin > 0
         f = float(np.maximum(margin, 0.0).mean() + self.lam * np.trace(W))
@@ -393,18 +396,26 @@ class _FullObjective:
 
 
 def _from_top_eigenpairs(V, s):
-    """``Σ_{s_i > 0} s_i v_i v_iᵀ`` for the new eigenvalues s of an ascending ``eigh`` (V).
+    """``(Σ_{s_i > 0} s_i v_i v_iᵀ, its factor V_+ diag(√s_+))`` for the new eigenvalues s of an
+    ascending ``eigh`` (V).
 
     The projections (4)/(5) and the FW vertex map the eigenvalues monotonically, so the positive
     ones are the last: their eigenvectors are taken as a view, not a gathered copy.
     """
     first = len(s) - np.count_nonzero(s > 0)
     Vk = V[:, first:]
-    return (Vk * s[first:]) @ Vk.T
+    return (Vk * s[first:]) @ Vk.T, Vk * np.sqrt(s[first:])
 
 
 class _DenseBase(_LowRankDMLBase):
-    """Projected (stochastic) gradient on a dense d×d W; projection (5)/(4) by ``eigh``."""
+    """Projected (stochastic) gradient on a dense d×d W; projection (5)/(4) by ``eigh``.
+
+    A projection keeps only the eigenpairs above the shrinkage ηλ (the FW vertex: above 0).
+    While the last one kept few (≤ ``linalg.SUBSET_EIGH_MAX_FRACTION`` · d), only these are
+    computed (``linalg.eigh_above``): still a d×d tridiagonal reduction per iteration, the
+    O(d³) cost that SGD-IncSVD avoids, but 1.3–1.6× faster iterations on the board's Yale B
+    (``benchmarks/bench_eigh_drivers.py --part solvers``).
+    """
 
     #: d×d float64 arrays alive at once at the peak: W, the gradient, the matrix decomposed (its
     #: eigenvectors in place) and ``syevd``'s workspace of 2 d² (measured with tracemalloc in
@@ -420,21 +431,34 @@ class _DenseBase(_LowRankDMLBase):
         check_square_memory(type(self).__name__, X.shape[1], self._n_dense, "d",
                             self.memory_limit_gb)
         self._full = _FullObjective(X, triplets, self.lam) if self._full_gradient else None
+        self._factor = None        # W = F Fᵀ after a projection (d×r), for the full objective
+        self._n_above = None       # eigenvalues above the threshold at the last decomposition
 
     def _gradient(self, X, triplets, W, rng):
         """(objective or None, hinge gradient): exact for the full-gradient methods."""
         if self._full is not None:
-            return self._full(W)
+            factor, self._factor = self._factor, None   # not kept through the next eigh
+            return self._full(W, factor)
         batch = triplets[rng.integers(len(triplets), size=self.batch_size)]
         return None, _batch_gradient(X, batch, W)
 
+    def _eigh_above(self, A, lower):
+        """The eigenpairs of A above ``lower`` (all that a projection keeps): only these when
+        few are expected from the last iteration's count (``linalg.eigh_above``)."""
+        mu, V = eigh_above(A, lower, self._n_above, overwrite_a=True)
+        self._n_above = len(mu)
+        return mu, V
+
     def _update(self, t, W, G, eta):
-        """``Π_{S₊ ∩ ball}[W − ηG − ηλI]`` by a full ``eigh`` (Theorems 1–3). Returns (W, info)."""
+        """``Π_{S₊ ∩ ball}[W − ηG − ηλI]`` by ``eigh`` (Theorems 1–3): the eigenpairs of
+        ``W − ηG`` above ηλ, the others being clipped to 0. Returns (W, info)."""
         A = np.multiply(G, -eta)
         A += W
-        mu, V = eigh_all(A, overwrite_a=True)
+        mu, V = self._eigh_above(A, eta * self.lam)
         s = project_eigenvalues(mu, eta * self.lam, self.tau, self.constraint)
-        return _from_top_eigenpairs(V, s), {"rank": int(np.count_nonzero(s > 0))}
+        W, factor = _from_top_eigenpairs(V, s)
+        self._factor = factor if self._full is not None else None
+        return W, {"rank": int(np.count_nonzero(s > 0))}
 
     def _fit(self, X, y, constraints):
         self._check_params()
@@ -494,7 +518,7 @@ class _DenseBase(_LowRankDMLBase):
 
 
 class LowRankGD(_DenseBase):
-    """GD of Fig. 2 (Zhang & Zhang 2017): full gradient, projection (5) by a full ``eigh``.
+    """GD of Fig. 2 (Zhang & Zhang 2017): full gradient, projection (5) by ``eigh``.
 
     ``W_{t+1} = Π_{S₊ ∩ {‖W‖_F ≤ τ}}[W_t − η(∇f(W_t) + λI)]`` with a constant step η = ``step``
     (the paper searches it in {1e-7, …, 10}). The gradient is the subgradient of the hinge over
@@ -658,9 +682,10 @@ class LowRankFW(_DenseBase):
         """The linear minimiser S and the gap ``⟨∇F(W), W − S⟩`` (G: the hinge gradient), with
         ``∇F = G + λI``."""
         A = np.negative(G)
-        A.flat[::len(W) + 1] -= self.lam               # −∇F
-        theta, V = eigh_all(A, overwrite_a=True)
-        S = _from_top_eigenpairs(V, linear_minimizer_eigenvalues(theta, self.tau, self.constraint))
+        A.flat[::len(W) + 1] -= self.lam               # −∇F: only its positive eigenpairs count
+        theta, V = self._eigh_above(A, 0.0)
+        S, _ = _from_top_eigenpairs(
+            V, linear_minimizer_eigenvalues(theta, self.tau, self.constraint))
         gap = np.vdot(G, W) - np.vdot(G, S) + self.lam * (np.trace(W) - np.trace(S))
         return S, float(gap)
 
@@ -790,4 +815,4 @@ class LowRankSGDOne(_DenseBase):
 
     def _final(self, W):
         mu, V = eigh_all(self._avg)
-        return _from_top_eigenpairs(V, project_eigenvalues(mu, 0.0, self.tau, self.constraint))
+        return _from_top_eigenpairs(V, project_eigenvalues(mu, 0.0, self.tau, self.constraint))[0]
