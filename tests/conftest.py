@@ -83,6 +83,20 @@ def planned(monkeypatch) -> str:
 
 
 @pytest.fixture
+def eigh_drivers(monkeypatch) -> list:
+    """The LAPACK driver (``"evd"``, ``"evr"``, …) of every ``scipy.linalg.eigh`` call that the
+    solvers' ``linalg`` module makes, in order; the calls themselves are unchanged."""
+    import scipy.linalg
+
+    from dml_bench.solvers import linalg
+    drivers = []
+    eigh = scipy.linalg.eigh
+    monkeypatch.setattr(linalg.scipy.linalg, "eigh",
+                        lambda *a, **k: drivers.append(k.get("driver")) or eigh(*a, **k))
+    return drivers
+
+
+@pytest.fixture
 def registry(monkeypatch):
     """A temporary, empty dataset registry seen by the loaders (and the LFW API), for modified
     or synthetic specs."""

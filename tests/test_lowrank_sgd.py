@@ -230,18 +230,11 @@ def fw_vertex(G, lam, tau=1.0):
 
 
 @pytest.mark.parametrize("cls", [LowRankGD, LowRankFW])
-def test_gd_and_fw_replay_their_updates_densely(cls, monkeypatch):
+def test_gd_and_fw_replay_their_updates_densely(cls, eigh_drivers):
     """Eight iterations of GD (update (5) with the full gradient) and of FW equal a dense numpy
     replay, in d = 200 where the iterates have rank at most 29 (30 points): after the first,
     the projections decompose only the few eigenpairs they keep (``syevr`` on a value range,
     ``linalg.eigh_above``), and GD's objective is taken on the factor of its iterate."""
-    import scipy.linalg
-
-    from dml_bench.solvers import linalg
-    drivers = []
-    eigh = scipy.linalg.eigh
-    monkeypatch.setattr(linalg.scipy.linalg, "eigh",
-                        lambda *a, **k: drivers.append(k.get("driver")) or eigh(*a, **k))
     X, c = triplet_problem(5, d=200, n=30, T=80)
     lam, step = 0.1, (0.1 if cls is LowRankGD else 2.0)
     model = cls(lam=lam, step=step, max_iter=8).fit(X, constraints=c)
@@ -255,7 +248,7 @@ def test_gd_and_fw_replay_their_updates_densely(cls, monkeypatch):
             G = (At.T @ At - Ai.T @ Ai) / len(c.triplets)
             gamma = min(1.0, step / (t + 2))
             W = (1 - gamma) * W + gamma * fw_vertex(G, lam)
-    assert "evr" in drivers[1:]
+    assert "evr" in eigh_drivers[1:]
     np.testing.assert_allclose(model.metric_, W, rtol=0, atol=1e-10)
     np.testing.assert_allclose(model.trace_["objective"], objectives, rtol=1e-10)
     assert model.objective_ == pytest.approx(objective(X, c, W, lam), rel=1e-10)

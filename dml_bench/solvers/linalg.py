@@ -324,12 +324,18 @@ def eigh_all(S: np.ndarray, overwrite_a: bool = False) -> tuple[np.ndarray, np.n
     thread 0.80–0.86× the time of scipy's default MRRR (``syevr``) for d from 64 to 1024
     (``benchmarks/bench_eigh_drivers.py``, results/bench/eigh_drivers.csv). scipy 1.11
     (the floor) sizes ``syevd``'s workspace wrongly for a 1×1 matrix: plain ``syev`` there.
-    A C-ordered ``S`` is passed as its transpose (Fortran-ordered, the same lower triangle read as
-    the upper), so that ``overwrite_a`` works in place instead of on a d×d copy.
+    ``overwrite_a`` works in place also on a C-ordered ``S`` (:func:`_eigh_lower`).
     """
+    return _eigh_lower(S, overwrite_a, driver="evd" if len(S) > 1 else "ev")
+
+
+def _eigh_lower(S: np.ndarray, overwrite_a: bool, **options) -> tuple[np.ndarray, np.ndarray]:
+    """``scipy.linalg.eigh`` of the lower triangle of S with ``options``; a C-ordered S is passed
+    as its transpose (Fortran-ordered, the same triangle read as the upper), so that
+    ``overwrite_a`` works in place instead of on a d×d copy."""
     transpose = S.flags.c_contiguous and not S.flags.f_contiguous
     return scipy.linalg.eigh(S.T if transpose else S, lower=not transpose,
-                             driver="evd" if len(S) > 1 else "ev", overwrite_a=overwrite_a)
+                             overwrite_a=overwrite_a, **options)
 
 
 #: :func:`eigh_above` computes only the eigenpairs asked for (``syevr`` on a value range) when
@@ -357,9 +363,7 @@ def eigh_above(S: np.ndarray, lower: float, expected: int | None = None,
         lam, U = eigh_all(S, overwrite_a=overwrite_a)
         first = np.searchsorted(lam, lower, side="right")
         return lam[first:], U[:, first:]
-    transpose = S.flags.c_contiguous and not S.flags.f_contiguous
-    return scipy.linalg.eigh(S.T if transpose else S, lower=not transpose, driver="evr",
-                             subset_by_value=(lower, np.inf), overwrite_a=overwrite_a)
+    return _eigh_lower(S, overwrite_a, driver="evr", subset_by_value=(lower, np.inf))
 
 
 def components_from_psd(S: np.ndarray, right: np.ndarray | None = None) -> np.ndarray:
