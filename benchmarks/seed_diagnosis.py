@@ -18,7 +18,8 @@ fit writes one row with
 - ``runs_error``: the error committed in runs.csv for the task, which the fit at the configured
   cap (``cap_fraction == 1`` with no ``--param`` override) reproduces when nothing changed since.
 
-Caps default to 10 %, 50 %, 100 % and 300 % of the configured ``max_iter``; for the online
+Caps default to 10 %, 50 %, 100 % and 300 % of the configured ``max_iter``; a closed form
+(LDA, RCA) is fitted once per ``--param`` variant, with an empty ``cap``; for the online
 learners, which have none (MDML), ``--max-iters`` sets their number of passes, ``n_epochs``, and
 for ITML, whose cap counts single projections, ``max_proj`` (default: the configured one). A cap
 at or above the iterations of a fit that stopped by its own rule earlier gives the same fit, so it
@@ -61,9 +62,11 @@ DEFAULT_FRACTIONS = (0.1, 0.5, 1.0, 3.0)
 ITER_PARAMS = {"mdml": "n_epochs", "pola": "n_epochs", "itml": "max_proj"}
 
 
-def iteration_param(solver_name: str) -> str:
-    """Name of the solver's iteration cap: ``max_iter``, or its number of passes."""
-    return ITER_PARAMS.get(solver_name, "max_iter")
+def iteration_param(solver_name: str) -> str | None:
+    """Name of the solver's iteration cap: ``max_iter``, or its number of passes; None for a
+    closed form (LDA, RCA, ...), which is fitted once per variant."""
+    name = ITER_PARAMS.get(solver_name, "max_iter")
+    return name if name in SOLVERS[solver_name]().get_params() else None
 
 
 def tasks_for(config: str, label: str, dataset: str, splits: int | None = None,
@@ -152,11 +155,17 @@ def diagnose(task: Task, caps: list[int] | None = None, fractions=DEFAULT_FRACTI
     task = with_tuned(task, row)
     base = task.solver_params()  # config + tuned values over the solver's defaults
     it_param = iteration_param(task.solver.name)
-    configured = base[it_param]
-    if caps is None:
-        caps = ([max(1, round(f * configured)) for f in fractions] if it_param == "max_iter"
-                else [configured])
-    caps = sorted(set(int(c) for c in caps))
+    if it_param is None:
+        if caps:
+            raise SystemExit(f"{task.solver.name} is a closed form without an iteration cap: "
+                             "drop --max-iters")
+        configured, caps = np.nan, [np.nan]
+    else:
+        configured = base[it_param]
+        if caps is None:
+            caps = ([max(1, round(f * configured)) for f in fractions]
+                    if it_param == "max_iter" else [configured])
+        caps = sorted(set(int(c) for c in caps))
     rows = []
     with threadpool_limits(1):
         X_train, y_train, X_test, y_test, constraints, _, _ = prepare_split(task)
@@ -164,7 +173,7 @@ def diagnose(task: Task, caps: list[int] | None = None, fractions=DEFAULT_FRACTI
         for variant in variants or [{}]:
             done = []  # (cap, n_iter, row) of the fits that stopped by their own rule
             for cap in caps:
-                params = {**base, **variant, it_param: cap}
+                params = {**base, **variant, **({it_param: cap} if it_param else {})}
                 reuse = next((r for c, n, r in done if n < c and n <= cap), None)
                 if reuse is not None and it_param == "max_iter":
                     rows.append({**reuse, "cap": cap, "cap_fraction": cap / configured,

@@ -84,3 +84,33 @@ def test_itml_caps_count_projections_and_no_param_fits_once(seed_diagnosis, writ
     # the cap is checked after a sweep: one full sweep (> 100 projections) at cap 100
     assert rows["n_iter"].iloc[0] == 1 and rows["n_proj"].iloc[0] > 100
     assert rows["cap_fraction"].iloc[1] == 10.0  # of the configured max_proj = 10⁵
+
+
+def test_closed_form_fits_once_per_variant(seed_diagnosis, write_yaml, tmp_path):
+    config = write_yaml({
+        "name": "tiny_rca", "datasets": [{"name": "wine", "normalize": "zscore"}],
+        "split": {"train_fraction": 0.7, "n_splits": 1, "seed": 0, "stratify": True},
+        "constraints": {"generator": "knn_triplets", "params": {"k": 3}},
+        "solvers": [{"name": "rca"}],
+        "evaluation": {"knn_k": 3, "tie_break": "lowest"}})
+    assert seed_diagnosis.iteration_param("rca") is None
+    seed_diagnosis.main(["rca", str(config), "wine", "--param", "ridge=0,1",
+                         "--results", str(tmp_path)])
+    rows = pd.read_csv(tmp_path / "tiny_rca_diagnosis" / "rca_wine.csv")
+    assert len(rows) == 3 and rows["cap"].isna().all()  # as configured, then ridge 0 and 1
+    assert rows["error"].iloc[0] == rows["error"].iloc[1]  # ridge 0 is the configured fit
+
+    # the ridge fit is scikit-learn's 3-NN under (Ĉ + δ·tr(Ĉ)/d·I)^(-1/2), Ĉ the pooled
+    # within-class covariance of the training part (Bar-Hillel et al. 2005, every class a chunklet)
+    _, (task,) = seed_diagnosis.tasks_for(str(config), "rca", "wine")
+    X_train, y_train, X_test, y_test, *_ = prepare_split(task)
+    centred = X_train - np.stack([X_train[y_train == c].mean(axis=0) for c in y_train])
+    C = centred.T @ centred / len(y_train)
+    C += np.trace(C) / C.shape[0] * np.eye(C.shape[0])
+    w, U = np.linalg.eigh(C)
+    L = U / np.sqrt(w)
+    knn = KNeighborsClassifier(n_neighbors=3, algorithm="brute").fit(X_train @ L, y_train)
+    assert rows["error"].iloc[2] == pytest.approx(100 * np.mean(knn.predict(X_test @ L) != y_test))
+
+    with pytest.raises(SystemExit, match="closed form"):
+        seed_diagnosis.diagnose(task, caps=[10])
