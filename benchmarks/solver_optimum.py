@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
 
 from dml_bench.config import parse_scalar
 from dml_bench.evaluate import knn_error
@@ -189,7 +190,9 @@ def main(argv=None):
     rows = [describe(np.eye(X.shape[1]), method="euclidean")]
     for cap in args.cycles:
         start = time.perf_counter()
-        with warnings.catch_warnings():
+        # one BLAS thread, as the board's workers fit: timings compare, and a run beside the
+        # board does not oversubscribe the cores (which slowed Xing's cycles 75-fold on USPS)
+        with warnings.catch_warnings(), threadpool_limits(1):
             warnings.simplefilter("ignore", ConvergenceWarning)
             model = SOLVERS[args.solver](max_iter=cap, **fit_params).fit(X, y,
                                                                           constraints=constraints)
