@@ -441,8 +441,17 @@ def _run_cells(board: Board, results_root, cells: list,
             started.append(int(line))
 
     last, since = stamp(), time.monotonic()
-    child = subprocess.Popen([sys.executable, "-m", "dml_bench.leaderboard", json.dumps(args)],
-                             start_new_session=True, stdout=subprocess.PIPE, text=True)
+    # the arguments go over stdin, not argv: a long board (an OpenML suite's cells) stays clear
+    # of the kernel's limit on one argument, and the notes' text stays out of the command line,
+    # where a `pkill -f` aimed at another program would match it
+    child = subprocess.Popen([sys.executable, "-m", "dml_bench.leaderboard"],
+                             start_new_session=True, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        child.stdin.write(json.dumps(args))
+        child.stdin.close()
+    except BrokenPipeError:  # the child stopped before reading: its status says why, below
+        pass
     reader = threading.Thread(target=follow, args=(child.stdout,), daemon=True)
     reader.start()
     try:
@@ -468,6 +477,8 @@ def _run_cells(board: Board, results_root, cells: list,
     except BaseException:  # Ctrl-C / SIGTERM of the board: take the cell's workers along
         _kill_group(child.pid)
         raise
+    if child.returncode != 0:  # a killed child's workers, left in its group, would run on
+        _kill_group(child.pid)
     reader.join()
     over = over_budget_fit()
     if over:
@@ -479,12 +490,14 @@ def _run_cells(board: Board, results_root, cells: list,
     return "ok", len(cells), ""
 
 
-def _cell_main(argv: list[str]) -> int:  # pragma: no cover - runs in the child process
-    """Entry point of the cells' child process: the runner restricted to one cell at a time."""
+def _cell_main(payload: str) -> int:  # pragma: no cover - runs in the child process
+    """Entry point of the cells' child process: the runner restricted to one cell at a time.
+
+    ``payload``: the JSON arguments :func:`_run_cells` writes to the child's stdin."""
     from .progress import task_progress
     from .runner import run_experiment
 
-    args = json.loads(argv[0])
+    args = json.loads(payload)
     exp = parse_config(args["experiment"], source=args["source"], check_data=False)
     for i, (dataset, solver) in enumerate(args["cells"]):
         print(i, flush=True)
@@ -851,4 +864,4 @@ def _markdown(board: Board, st: Statistics, board_dir: Path, alpha: float,
 
 
 if __name__ == "__main__":  # pragma: no cover - a cell's child process (see _run_cells)
-    sys.exit(_cell_main(sys.argv[1:]))
+    sys.exit(_cell_main(sys.stdin.read()))

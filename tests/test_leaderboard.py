@@ -6,8 +6,10 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -237,6 +239,86 @@ def test_each_cell_reports_its_progress_in_a_log(small_board, tmp_path):
     n_splits = yaml.safe_load(small_board.read_text())["split"]["n_splits"]
     assert f"leaderboard_quick: iris × lda: {n_splits}/{n_splits} tasks," in done.stderr
     assert "ETA 0 s" in done.stderr
+
+
+SLEEPER = """
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+
+
+class Sleeper(TransformerMixin, BaseEstimator):
+    constraint_kind = "labels"
+
+    def fit(self, X, y=None, constraints=None):
+        time.sleep(60)
+        self.components_ = np.eye(np.asarray(X).shape[1])
+        return self
+
+    def transform(self, X):
+        return np.asarray(X) @ self.components_.T
+"""
+
+
+def _processes() -> list[tuple[int, str, int, int]]:
+    """(pid, state, parent pid, process group) of every process, from /proc."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():  # /proc/self, /proc/meminfo, ...
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):  # not a process, or it exited meanwhile
+            continue
+        out.append((int(entry.name), fields[0], int(fields[1]), int(fields[2])))
+    return out
+
+
+def _live_group(pgid: int) -> list[int]:
+    """The processes of a process group that have not exited (zombies are not counted)."""
+    return [pid for pid, state, _, group in _processes() if group == pgid and state != "Z"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process groups in /proc")
+def test_a_cell_stopped_by_a_signal_is_one_line_and_takes_its_workers_along(small_board,
+                                                                             tmp_path):
+    # the cell's child is signalled from outside (not by the budget's watch): the board stops at
+    # once with one line, and the child's loky workers, in its process group, go with it
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "dmlb_sleeper.py").write_text(SLEEPER)
+    data = yaml.safe_load(small_board.read_text())
+    data["datasets"] = [{"name": "iris"}]
+    data["solvers"] = [{"name": "dmlb_sleeper:Sleeper", "label": "sleeper"}]
+    data["execution"]["n_jobs"] = 2
+    data["leaderboard"] = {"fit_budget_seconds": 600, "memory_gb": 8}
+    small_board.write_text(yaml.safe_dump(data))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH",
+                                                                                  "")])}
+    board = subprocess.Popen([sys.executable, "-m", "dml_bench.cli", "leaderboard", "--config",
+                              str(small_board), "--results-dir", str(tmp_path / "r")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    try:
+        child, workers = None, []
+        for _ in range(600):  # the child, then two busy workers in its group
+            time.sleep(0.1)
+            child = child or next((pid for pid, _, parent, _ in _processes()
+                                   if parent == board.pid), None)
+            workers = [p for p in _live_group(child) if p != child] if child else []
+            if len(workers) >= 2:
+                break
+        assert len(workers) >= 2, "the cell's workers did not start"
+        # its arguments come over stdin: the config (here its data set) is not on its command line
+        assert b"iris" not in Path(f"/proc/{child}/cmdline").read_bytes()
+        os.kill(child, signal.SIGTERM)
+        _, err = board.communicate(timeout=30)  # not the sleeping fits' minute
+    finally:
+        board.kill()
+    assert board.returncode != 0
+    assert err.decode().strip().splitlines()[-1] == (
+        "error: iris × sleeper: the cell's run stopped with status -15 (its message is above)")
+    assert _live_group(child) == []
 
 
 def test_the_watch_reads_each_landed_fit_whole_and_once(tmp_path):
