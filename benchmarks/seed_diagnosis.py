@@ -10,7 +10,8 @@ fit writes one row with
 - the optimality measure at the stop: iterations, ``converged_``, the solver's objective and the
   last entry of every per-iteration ``trace_`` column (``final_gap``, ``final_pg_norm``, ...) and
   ``rel_gap``, the duality / Frank-Wolfe gap relative to the primal (else the traced) objective;
-- the rank of M and the eigenvalues holding 90 % of its energy (``evaluate.spectrum_counts``);
+- the rank of M and the eigenvalues holding 90 % of its energy (``evaluate.spectrum_counts``;
+  empty for the board's reference classifiers, the SVM and the kernel ELM, which learn no metric);
 - the 3-NN test error (``evaluate.model_error``) and, on the same split, our Euclidean 3-NN error,
   so that ``gain = error − euclidean_error`` can be set against the paper's
   ``paper_gain = paper_error − paper_euclidean``: a different data set or split shifts the
@@ -187,7 +188,9 @@ def diagnose(task: Task, caps: list[int] | None = None, fractions=DEFAULT_FRACTI
                     seconds = time.perf_counter() - start
                 error = 100 * model_error(model, X_train, y_train, X_test, y_test, task.knn_k,
                                           task.tie_break)
-                rank, energy = spectrum_counts(model.components_)
+                # a reference classifier (SVM, kernel ELM) learns no metric: no spectrum
+                rank, energy = (spectrum_counts(model.components_)
+                                if hasattr(model, "components_") else (np.nan, np.nan))
                 fit = {
                     "experiment": task.experiment, "dataset": task.dataset.label,
                     "split": task.split, "solver": task.solver.name, "label": task.solver.label,

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.neighbors import KNeighborsClassifier
+from sklearn.svm import SVC
 
 from dml_bench.runner import run_task
 from dml_bench.tasks import prepare_split
@@ -115,3 +116,24 @@ def test_closed_form_fits_once_per_variant(seed_diagnosis, write_yaml, tmp_path)
 
     with pytest.raises(SystemExit, match="closed form"):
         seed_diagnosis.diagnose(task, caps=[10])
+
+
+def test_reference_classifier_refits_without_a_spectrum(seed_diagnosis, write_yaml, tmp_path):
+    config = write_yaml({
+        "name": "tiny_svm", "datasets": [{"name": "wine", "normalize": "zscore"}],
+        "split": {"train_fraction": 0.7, "n_splits": 1, "seed": 0, "stratify": True},
+        "constraints": {"generator": "knn_triplets", "params": {"k": 3}},
+        "solvers": [{"name": "svm", "params": {"C": 1.0, "gamma": 0.01}}],
+        "evaluation": {"knn_k": 3, "tie_break": "lowest"}})
+    seed_diagnosis.main(["svm", str(config), "wine", "--param", "C=0.1,100",
+                         "--results", str(tmp_path)])
+    rows = pd.read_csv(tmp_path / "tiny_svm_diagnosis" / "svm_wine.csv")
+    assert len(rows) == 3 and rows["rank"].isna().all() and rows["cap"].isna().all()
+
+    # each fit classifies as scikit-learn's RBF SVC at its C (one-vs-one, as libsvm)
+    _, (task,) = seed_diagnosis.tasks_for(str(config), "svm", "wine")
+    X_train, y_train, X_test, y_test, *_ = prepare_split(task)
+    for row, C in ((0, 1.0), (1, 0.1), (2, 100.0)):
+        svc = SVC(C=C, gamma=0.01, kernel="rbf").fit(X_train, y_train)
+        expected = 100 * np.mean(svc.predict(X_test) != y_test)
+        assert rows["error"].iloc[row] == pytest.approx(expected), (row, C)
