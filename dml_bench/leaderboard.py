@@ -376,6 +376,11 @@ class _LandedRows:
         return list(csv.DictReader(whole.decode().splitlines(), fieldnames=header))
 
 
+def _of_cells(row: dict, cells: list) -> bool:
+    """Whether a landed row (with its ``dataset`` and ``label``) is one of ``cells``'."""
+    return (row.get("dataset"), row.get("label")) in cells
+
+
 def _fit_over_budget(rows: list[dict], cells: list, budget: float) -> tuple[int, str] | None:
     """The index in ``cells`` and the reason of the first of ``rows`` (landed fits, with their
     ``dataset``, ``label`` and ``fit_time``) that is a fit of one of ``cells`` over ``budget``
@@ -400,7 +405,8 @@ def _run_cells(board: Board, results_root, cells: list,
     that killing its process group also ends its loky workers (loky pools do not start inside
     ``multiprocessing`` children); it announces each cell on its stdout before running it.
 
-    Two watches: no row has landed for the budget (the running fits are all over it), and a fit
+    Two watches: no row of ``cells`` has landed for the budget (the running fits are all over
+    it; rows of other cells, a concurrent run's on the same folder, do not count), and a fit
     that landed records a ``fit_time`` above the budget (with ``-j N``, a fit over the budget
     while the other workers' rows keep landing; its data preparation and evaluation are not
     counted, so the check can only err towards letting a fit pass).
@@ -420,14 +426,17 @@ def _run_cells(board: Board, results_root, cells: list,
     exp = board.experiment
     out = Path(results_root) / exp.name
     logs = [out / name for name in ("runs.csv", "tuning.csv", "errors.csv")]
-    fits = [_LandedRows(path) for path in logs[:2]]  # the logs whose rows are fits
+    tails = [_LandedRows(path) for path in logs]  # runs and tuning rows are fits, errors not
 
     def stamp():
         return tuple(log_stamp(path) for path in logs)
 
-    def over_budget_fit():
-        return _fit_over_budget([row for tail in fits for row in tail.new()], cells,
-                                board.budget)
+    def landed():
+        """The new rows of ``cells`` in each log (a concurrent run's other cells left out)."""
+        return [[row for row in tail.new() if _of_cells(row, cells)] for tail in tails]
+
+    def over_budget_fit(rows):
+        return _fit_over_budget(rows[0] + rows[1], cells, board.budget)
 
     # the resolved experiment, not the file: the child runs the very data sets planned here (an
     # `openml_suite:` entry is listed once, by the parent) with the command line's overrides
@@ -461,14 +470,13 @@ def _run_cells(board: Board, results_root, cells: list,
                 break
             except subprocess.TimeoutExpired:
                 pass
-            now, current = time.monotonic(), stamp()
-            if current != last:
-                last, since = current, now
-                over = over_budget_fit()
-            elif now - since > board.budget:
+            now, current, over = time.monotonic(), stamp(), None
+            if current != last:  # a log changed: rows of these cells, or a concurrent run's
+                last, rows = current, landed()
+                if any(rows):
+                    since, over = now, over_budget_fit(rows)
+            if over is None and now - since > board.budget:
                 over = started[-1] if started else 0, OVER_BUDGET.format(board.budget)
-            else:
-                over = None
             if over:
                 _kill_group(child.pid)
                 child.wait()
@@ -480,7 +488,7 @@ def _run_cells(board: Board, results_root, cells: list,
     if child.returncode != 0:  # a killed child's workers, left in its group, would run on
         _kill_group(child.pid)
     reader.join()
-    over = over_budget_fit()
+    over = over_budget_fit(landed())
     if over:
         return ("over_budget", *over)
     if child.returncode != 0:

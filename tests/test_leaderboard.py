@@ -321,6 +321,57 @@ def test_a_cell_stopped_by_a_signal_is_one_line_and_takes_its_workers_along(smal
     assert _live_group(child) == []
 
 
+def test_a_concurrent_runs_rows_do_not_hide_a_fit_over_the_budget(small_board, tmp_path,
+                                                                  monkeypatch):
+    # two boards on one folder, each on its own methods: the other run's LDA rows keep landing in
+    # the shared log while this run's first fit sleeps for a minute, far over the 4 s budget. The
+    # silence watch counts this run's cells' rows only, so the cell is marked over budget by it
+    # (not a minute later, when the sleeping fit would land with its fit_time).
+    import threading
+
+    from dml_bench.leaderboard import experiment_of
+    from dml_bench.results import RunStore
+    from dml_bench.tasks import all_tasks
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "dmlb_sleeper.py").write_text(SLEEPER)
+    monkeypatch.syspath_prepend(str(site))  # the board (here) and its cell's child process
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site),
+                                                      os.environ.get("PYTHONPATH", "")]))
+    data = yaml.safe_load(small_board.read_text())
+    data["datasets"] = [{"name": "iris"}]
+    data["solvers"] = [{"name": "dmlb_sleeper:Sleeper", "label": "sleeper"}, {"name": "lda"}]
+    data["split"]["n_splits"] = 200  # the other run's tasks outlast the sleeping fit
+    data["leaderboard"] = {"fit_budget_seconds": 4, "memory_gb": 8}
+    small_board.write_text(yaml.safe_dump(data))
+    other_tasks = [t for t in all_tasks(experiment_of(small_board)) if t.solver.label == "lda"]
+    board = tmp_path / "r" / "leaderboard_quick"
+    other, stop = RunStore(board), threading.Event()
+
+    def other_run():  # the concurrent run: an LDA task lands every 0.3 s
+        for task in other_tasks:
+            if stop.wait(0.3):
+                return
+            other.append({"task_id": task.task_id, "experiment": task.experiment,
+                          "dataset": "iris", "split": task.split, "label": "lda",
+                          "fit_time": 0.001})
+
+    writer = threading.Thread(target=other_run, daemon=True)
+    start = time.monotonic()
+    writer.start()
+    try:
+        _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
+                "--solver", "sleeper")
+    finally:
+        stop.set()
+        writer.join()
+    assert time.monotonic() - start < 40  # the sleeping fit takes 60 s
+    cells = pd.read_csv(board / "cells.csv").set_index(["dataset", "label"])
+    assert cells.loc[("iris", "sleeper"), "status"] == "over_budget"
+    assert cells.loc[("iris", "sleeper"), "reason"] == "a fit ran over the 4 s budget"
+
+
 def test_the_watch_reads_each_landed_fit_whole_and_once(tmp_path):
     from dml_bench.leaderboard import _LandedRows
     from dml_bench.results import RunStore
