@@ -12,6 +12,11 @@ fit writes one row with
   ``rel_gap``, the duality / Frank-Wolfe gap relative to the primal (else the traced) objective;
 - the rank of M and the eigenvalues holding 90 % of its energy (``evaluate.spectrum_counts``;
   empty for the board's reference classifiers, the SVM and the kernel ELM, which learn no metric);
+  for those, ``kernel_nn_median`` instead: the median over training points of the Gaussian
+  kernel ``exp(−γ‖x − x'‖²)`` between a point and its nearest other training point, so that a
+  width γ too large for the data (a Gram matrix that is the identity up to rounding) shows,
+  and ``nn1_error``, the Euclidean 1-NN test error on the kernel's inputs, the rule such a
+  classifier reduces to when each prediction is decided by the nearest training point's term;
 - the 3-NN test error (``evaluate.model_error``) and, on the same split, our Euclidean 3-NN error,
   so that ``gain = error − euclidean_error`` can be set against the paper's
   ``paper_gain = paper_error − paper_euclidean``: a different data set or split shifts the
@@ -142,6 +147,15 @@ def _final_trace(trace: dict) -> dict:
     return out
 
 
+def nearest_sq_distances(X) -> np.ndarray:
+    """Each row's squared Euclidean distance to its nearest other row (scikit-learn's brute
+    neighbour search, in chunks: no n × n matrix)."""
+    from sklearn.neighbors import NearestNeighbors
+
+    dist, _ = NearestNeighbors(n_neighbors=2).fit(X).kneighbors(X)
+    return dist[:, 1] ** 2
+
+
 def diagnose(task: Task, caps: list[int] | None = None, fractions=DEFAULT_FRACTIONS,
              variants: list[dict] | None = None, runs: pd.DataFrame | None = None,
              paper: dict | None = None) -> list[dict]:
@@ -191,6 +205,16 @@ def diagnose(task: Task, caps: list[int] | None = None, fractions=DEFAULT_FRACTI
                 # a reference classifier (SVM, kernel ELM) learns no metric: no spectrum
                 rank, energy = (spectrum_counts(model.components_)
                                 if hasattr(model, "components_") else (np.nan, np.nan))
+                kernel = {}
+                if not hasattr(model, "components_") and "gamma" in params:
+                    scaler = getattr(model, "scaler_", None)  # the kernel's inputs, as fitted
+                    Z_train, Z_test = ((X_train, X_test) if scaler is None else
+                                       (scaler.transform(X_train), scaler.transform(X_test)))
+                    gamma = getattr(model, "gamma_", params["gamma"])
+                    nearest = np.exp(-gamma * nearest_sq_distances(Z_train))
+                    kernel = {"kernel_nn_median": float(np.median(nearest)),
+                              "nn1_error": 100 * knn_error(Z_train, y_train, Z_test, y_test, 1,
+                                                           task.tie_break)}
                 fit = {
                     "experiment": task.experiment, "dataset": task.dataset.label,
                     "split": task.split, "solver": task.solver.name, "label": task.solver.label,
@@ -202,7 +226,7 @@ def diagnose(task: Task, caps: list[int] | None = None, fractions=DEFAULT_FRACTI
                     "converged": getattr(model, "converged_", np.nan),
                     "objective": getattr(model, "objective_", np.nan),
                     **_final_trace(getattr(model, "trace_", {})),
-                    "rank": rank, "n_energy90": energy, "error": error,
+                    "rank": rank, "n_energy90": energy, **kernel, "error": error,
                     "euclidean_error": euclidean, "gain": error - euclidean,
                     **(paper or {}),
                     "runs_error": 100 * row["error"] if row else np.nan,

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.spatial
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.svm import SVC
 
@@ -137,3 +138,12 @@ def test_reference_classifier_refits_without_a_spectrum(seed_diagnosis, write_ya
         svc = SVC(C=C, gamma=0.01, kernel="rbf").fit(X_train, y_train)
         expected = 100 * np.mean(svc.predict(X_test) != y_test)
         assert rows["error"].iloc[row] == pytest.approx(expected), (row, C)
+    # the kernel between each training point and its nearest other one, at the fit's gamma: the
+    # median of exp(-gamma d^2) over scipy's full distance matrix, the diagonal left out
+    sq = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(X_train, "sqeuclidean"))
+    np.fill_diagonal(sq, np.inf)
+    expected = np.median(np.exp(-0.01 * sq.min(axis=1)))
+    assert rows["kernel_nn_median"].to_numpy() == pytest.approx([expected] * 3, rel=1e-9)
+    nn1 = KNeighborsClassifier(n_neighbors=1).fit(X_train, y_train)
+    assert rows["nn1_error"].to_numpy() == pytest.approx(
+        [100 * np.mean(nn1.predict(X_test) != y_test)] * 3)
