@@ -20,7 +20,14 @@ triplets; ``DMLBENCH_DATA_MIRROR``), at the middle of the board's grid, ``--iter
 with the subset rule (the default fraction) and without it (fraction 0: every eigenpair at every
 iteration), alternated; seconds per iteration, and the largest difference of the two metrics.
 
-    python benchmarks/bench_eigh_drivers.py [--part drivers above solvers] [--repeat 7]
+``--part factor`` (``iterate_factor.csv``): the end of a DML-eig or LMNN-eig fit, M's factor
+from the Frank-Wolfe iterate's k rank-one terms, factored (``dml_eig.factored_metric``: one
+triangular solve and a thin SVD) against assembled and decomposed (``dml_eig.dense_metric``:
+S, ``L⁻¹``, a full eigendecomposition, two d×d products), alternated, for k = 100 … 1,000 steps
+(the cap of §5) whose vectors span 279 dimensions (ORL's n_train − 1), and the largest
+difference of the two metrics. The crossover sets ``dml_eig.FACTOR_MAX_STEPS_FRACTION``.
+
+    python benchmarks/bench_eigh_drivers.py [--part drivers above solvers factor] [--repeat 7]
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ import scipy.linalg
 from threadpoolctl import threadpool_limits
 
 from dml_bench.solvers import linalg
+from dml_bench.solvers.dml_eig import (FACTOR_MAX_STEPS_FRACTION, dense_metric, factored_metric,
+                                       iterate_rows)
 from dml_bench.solvers.linalg import eigh_above, eigh_all
 
 #: (label, solver name, parameters): the middle of configs/leaderboard.yaml's lam × step grid
@@ -139,9 +148,34 @@ def time_solvers(iters, repeat, rng) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def time_factor(dims, repeat, rng, steps=(100, 300, 600, 1000), span=279) -> pd.DataFrame:
+    rows = []
+    for d in dims:
+        G = rng.standard_normal((d, d)) / np.sqrt(d)
+        L = np.linalg.cholesky(G @ G.T + np.eye(d))
+        basis = rng.standard_normal((min(span, d), d))
+        for k in steps:
+            V = rng.standard_normal((k, len(basis))) @ basis
+            V /= np.linalg.norm(V, axis=1, keepdims=True)
+            W = iterate_rows(V, 2.0 / (np.arange(1, k + 1) + 1), d)
+            t = alternate({"dense": lambda: dense_metric(W, L),
+                           "factor": lambda: factored_metric(W, L)}, repeat)
+            M_dense, M_factor = dense_metric(W, L)[1], factored_metric(W, L)[1]
+            rows.append({"d": d, "steps": k, "steps_fraction": k / d, "span": len(basis),
+                         "dense_s": t["dense"], "factor_s": t["factor"],
+                         "speedup": t["dense"] / t["factor"],
+                         "iterate_metric_route": ("factor" if k < FACTOR_MAX_STEPS_FRACTION * d
+                                                  else "dense"),
+                         "max_metric_diff": float(np.abs(M_dense - M_factor).max()
+                                                  / np.abs(M_dense).max())})
+            print(rows[-1], flush=True)
+    return pd.DataFrame(rows)
+
+
 #: part: (timing function, output file)
 PARTS = {"drivers": (time_drivers, "eigh_drivers.csv"), "above": (time_above, "eigh_above.csv"),
-         "solvers": (time_solvers, "eigh_above_solvers.csv")}
+         "solvers": (time_solvers, "eigh_above_solvers.csv"),
+         "factor": (time_factor, "iterate_factor.csv")}
 
 
 def main(argv=None):

@@ -7,7 +7,8 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from dml_bench.solvers import DMLEig
-from dml_bench.solvers.dml_eig import _assemble_iterate
+from dml_bench.solvers import dml_eig
+from dml_bench.solvers.dml_eig import iterate_metric
 from dml_bench.solvers.linalg import (COMPILED_GRAM_MAX_DIM, components_from_psd, top_eigenvector,
                                       weighted_outer_sum)
 from problems import diffs, random_pair_problem
@@ -116,17 +117,31 @@ def test_metric_is_psd_and_consistent_with_transform():
     assert np.trace((XS + delta * np.eye(X.shape[1])) @ model.metric_) == pytest.approx(1.0)
 
 
-def test_assemble_iterate_matches_the_frank_wolfe_recursion():
-    rng = np.random.default_rng(0)
-    d, t = 5, 7
+@pytest.mark.parametrize("route", [0.0, np.inf])  # every case through both routes
+@pytest.mark.parametrize("d,t,first", [(5, 7, 1.0), (5, 0, 1.0), (30, 8, 1.0), (6, 4, 0.4)])
+def test_iterate_metric_is_the_recursions_whitened_metric(d, t, first, route, monkeypatch):
+    # the dense reference: S from the recursion S <- (1 - a) S + a v v^T from S_1 = I/d (first
+    # step a = 1 as in Tables 1-2, none, more dimensions than steps, and a first step below 1,
+    # which keeps an identity part), then M = L^-T S L^-1 with L^-1 by numpy's inverse
+    rng = np.random.default_rng(d + t)
     V = rng.normal(size=(t, d))
     V /= np.linalg.norm(V, axis=1, keepdims=True)
+    V[t // 2:t // 2 + 1] = 0.0  # a step that adds no vertex (LMNN-eig's slack step)
     alphas = 2.0 / (np.arange(1, t + 1) + 1)
+    alphas[:1] = first
     S = np.eye(d) / d
     for v, a in zip(V, alphas):
         S = (1 - a) * S + a * np.outer(v, v)
-    np.testing.assert_allclose(_assemble_iterate(V, alphas, d), S, atol=1e-14)
-    assert np.trace(S) == pytest.approx(1.0)
+    A = rng.normal(size=(d, d))
+    L = np.linalg.cholesky(A @ A.T + np.eye(d))
+    L_inv = np.linalg.inv(L)
+    expected = L_inv.T @ S @ L_inv
+    monkeypatch.setattr(dml_eig, "FACTOR_MAX_STEPS_FRACTION", route)
+    components, metric = iterate_metric(V, alphas, L)
+    scale = np.abs(expected).max()
+    np.testing.assert_allclose(metric, expected, atol=1e-12 * scale)
+    assert components.shape == (d, d)
+    np.testing.assert_allclose(components.T @ components, expected, atol=1e-12 * scale)
 
 
 @pytest.mark.parametrize("n,d", [(30, 10), (20, 100), (500, 100)])

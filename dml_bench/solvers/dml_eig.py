@@ -11,7 +11,7 @@ loop: ``q ← (1 − α) q + α (Z̃ v)²`` is one pass over the |D|×d matrix Z
 ``v vᵀ`` is the top eigenvector of ``∇f_μ = Z̃ᵀ diag(w) Z̃`` (``w`` = softmax(−q/μ)), computed on
 the rows whose weight is not negligible (:class:`linalg.GramTopEigenvector`), and the duality gap
 ``λ_max(∇f_μ) − ⟨∇f_μ, S⟩ = vᵀ∇f_μ v − wᵀq`` costs nothing extra. S is kept as its rank-one
-terms and assembled once at the end.
+terms, and M's factor comes from them at the end (:func:`iterate_metric`).
 """
 
 from __future__ import annotations
@@ -146,10 +146,7 @@ class DMLEig(MetricLearner):
         if not converged:
             warnings.warn(f"DML-eig did not converge in {self.max_iter} iterations "
                           f"(last duality gap {trace[n_traced - 1, 2]:.3g})", ConvergenceWarning)
-        S = _assemble_iterate(vecs[:n_steps], alphas[:n_steps], d)
-        L_inv = scipy.linalg.solve_triangular(L, np.eye(d), lower=True)
-        self.components_ = components_from_psd(S, right=L_inv)
-        self.metric_ = self.components_.T @ self.components_
+        self.components_, self.metric_ = iterate_metric(vecs[:n_steps], alphas[:n_steps], L)
         self.objective_ = float(q.min() / c2)
         self.scale_ = float(c2)
         self.n_iter_ = n_traced
@@ -280,13 +277,78 @@ def whiten(X, similar, pairs, ridge, ridge_mode, scale):
     return L, np.ascontiguousarray(points * np.sqrt(c2), dtype=dtype), c2
 
 
-def _assemble_iterate(V: np.ndarray, alphas: np.ndarray, d: int) -> np.ndarray:
-    """``S_{t+1}`` of the recursion ``S ← (1 − α_j) S + α_j v_j v_jᵀ`` from ``S_1 = I/d``."""
-    keep = np.append(np.cumprod((1 - alphas)[::-1])[::-1][1:], 1.0)  # Π_{i>j} (1 − α_i)
-    S = (V.T * (alphas * keep)) @ V
-    S[np.diag_indices(d)] += np.prod(1 - alphas) / d
-    return S
+#: :func:`iterate_metric` factors the iterate's k weighted rows when k < this fraction of d, and
+#: assembles and decomposes the d×d iterate otherwise: the crossover measured by
+#: ``benchmarks/bench_eigh_drivers.py --part factor`` (``results/bench/iterate_factor.csv``)
+FACTOR_MAX_STEPS_FRACTION = 0.6
 
+
+def iterate_metric(V: np.ndarray, alphas: np.ndarray, L: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """``components_`` and ``metric_`` of ``M = L⁻ᵀ S L⁻¹`` (remark after Theorem 1) for the
+    Frank-Wolfe iterate S of Tables 1 and 2, from its rank-one terms.
+
+    With the rows W of :func:`iterate_rows` (``S = WᵀW``), :func:`factored_metric` when W has
+    fewer than ``FACTOR_MAX_STEPS_FRACTION · d`` rows (far fewer steps than dimensions: ORL's
+    d = 10 304), otherwise :func:`dense_metric`; both give the same M up to rounding.
+
+    Parameters
+    ----------
+    V : ndarray (k, d)
+        The vertices' vectors v_j, one row per step (a zero row for a step that adds none).
+    alphas : ndarray (k,)
+        The step sizes α_j.
+    L : ndarray (d, d), lower triangular
+        Cholesky factor of ``X_S + δI``.
+
+    Returns
+    -------
+    components : ndarray (d, d)
+        A factor of M, ``componentsᵀ components = M`` (each route its own, equal up to an
+        orthogonal map of the rows, which leaves every distance as it is).
+    metric : ndarray (d, d)
+    """
+    d = L.shape[0]
+    W = iterate_rows(V, alphas, d)
+    if len(W) < FACTOR_MAX_STEPS_FRACTION * d:
+        return factored_metric(W, L)
+    return dense_metric(W, L)
+
+
+def iterate_rows(V: np.ndarray, alphas: np.ndarray, d: int) -> np.ndarray:
+    """Rows W with ``WᵀW = S``, the end of the recursion ``S ← (1 − α_j) S + α_j v_j v_jᵀ``
+    from ``S_1 = I/d``.
+
+    ``S = c I + Σ_j β_j v_j v_jᵀ`` with ``β_j = α_j Π_{i>j} (1 − α_i)`` and
+    ``c = Π_j (1 − α_j)/d``, which is 0 after the first step (α_1 = 2/(1 + 1) = 1): the rows
+    ``√β_j v_j`` that are not zero, and ``√c I`` when c > 0.
+    """
+    keep = np.append(np.cumprod((1 - alphas)[::-1])[::-1][1:], 1.0)[:len(alphas)]
+    W = V * np.sqrt(alphas * keep)[:, None]  # keep_j = Π_{i>j} (1 − α_i)
+    W = W[np.any(W != 0, axis=1)]
+    c = np.prod(1 - alphas) / d
+    return np.vstack([W, np.sqrt(c) * np.eye(d)]) if c > 0 else W
+
+
+def factored_metric(W: np.ndarray, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`iterate_metric` from the rows: ``M = FᵀF`` with ``F = W L⁻¹`` (one triangular
+    solve), and the thin SVD ``F = P Σ Qᵀ`` gives the components ``Σ Qᵀ``, padded with zero rows
+    to d × d. Neither S, L⁻¹ nor a d×d eigendecomposition is formed: O(d²k + dk²) for k rows."""
+    d = L.shape[0]
+    F = scipy.linalg.solve_triangular(L, W.T, lower=True, trans="T").T  # F L = W
+    _, sigma, Qt = scipy.linalg.svd(F, full_matrices=False, overwrite_a=True)
+    thin = sigma[:, None] * Qt
+    components = np.zeros((d, d))
+    components[:len(thin)] = thin
+    return components, thin.T @ thin
+
+
+def dense_metric(W: np.ndarray, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`iterate_metric` through d×d matrices: ``S = WᵀW``, L⁻¹, and the components
+    ``Λ^{1/2} Uᵀ L⁻¹`` from S's eigendecomposition (:func:`linalg.components_from_psd`)."""
+    L_inv = scipy.linalg.solve_triangular(L, np.eye(L.shape[0]), lower=True)
+    components = components_from_psd(W.T @ W, right=L_inv)
+    return components, components.T @ components
 
 
 def _smoothed_min(q: np.ndarray, mu: float) -> tuple[float, np.ndarray]:

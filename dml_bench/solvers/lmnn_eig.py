@@ -28,7 +28,7 @@ the distinct difference rows with signed weights) and ``τ* = argmax w``, it is 
 No d×d matrix is built per triplet and S is never formed inside the loop: the margins
 ``⟨C̃_τ, S⟩`` are updated from ``(a_τᵀv)² − (b_τᵀv)²``, one pass over the distinct difference rows
 (a triplet's a_τ and b_τ are rows of them, shared by the triplets with the same pair), ξ is a
-vector, and S is kept as its rank-one terms and assembled once at the end.
+vector, and S is kept as its rank-one terms, from which M's factor comes at the end.
 """
 
 from __future__ import annotations
@@ -37,14 +37,12 @@ import time
 import warnings
 
 import numpy as np
-import scipy.linalg
 from numba import njit
 from sklearn.exceptions import ConvergenceWarning
 
 from .base import MetricLearner
-from .dml_eig import _assemble_iterate, _smoothed_min_into, check_frank_wolfe_params, whiten
-from .linalg import (JIT_OPTIONS, GramTopEigenvector, components_from_psd, pair_sq_distances,
-                     triplet_pairs)
+from .dml_eig import _smoothed_min_into, check_frank_wolfe_params, iterate_metric, whiten
+from .linalg import JIT_OPTIONS, GramTopEigenvector, pair_sq_distances, triplet_pairs
 
 
 class LMNNEig(MetricLearner):
@@ -180,7 +178,7 @@ class LMNNEig(MetricLearner):
         sq = pair_sq_distances(points, pairs) / d  # ⟨r rᵀ, I/d⟩ for every distinct row
         margin = sq[ia] - sq[ib]
         xi = np.full(n_trip, 1.0 / n_trip)
-        vecs, alphas = [], []  # S-vertex v/√γ, or 0 for a ξ-vertex (see _assemble_iterate)
+        vecs, alphas = [], []  # S-vertex v/√γ, or 0 for a ξ-vertex (see iterate_metric)
         trace = {k: [] for k in ("objective", "min_value", "gap", "slack_step", "time")}
 
         top = GramTopEigenvector(points, pairs, self.weight_threshold, signed=True)
@@ -225,10 +223,8 @@ class LMNNEig(MetricLearner):
             warnings.warn(f"LMNN-eig did not converge in {self.max_iter} iterations "
                           f"(last duality gap {trace['gap'][-1]:.3g})", ConvergenceWarning)
             f_mu, *_, gap, _ = vertex()  # at the returned iterate
-        S = _assemble_iterate(np.array(vecs).reshape(-1, d), np.array(alphas), d)
-        L_inv = scipy.linalg.solve_triangular(L, np.eye(d), lower=True)
-        self.components_ = components_from_psd(S, right=L_inv)
-        self.metric_ = self.components_.T @ self.components_
+        self.components_, self.metric_ = iterate_metric(np.array(vecs).reshape(-1, d),
+                                                        np.array(alphas), L)
         self.slack_ = xi
         self.objective_ = float((margin + c2 * xi).min() / c2)
         self.scale_ = float(c2)
