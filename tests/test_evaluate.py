@@ -133,3 +133,18 @@ def test_spectrum_counts_of_a_diagonal_factor_equal_the_svd_ones():
         cumulative = np.cumsum(np.sort(lam)[::-1])
         n_energy = int(np.argmax(cumulative >= 0.9 * cumulative[-1] * (1 - 1e-12)) + 1)
         assert spectrum_counts(L) == (n_nonzero, n_energy)
+
+
+def test_spectrum_counts_of_a_zero_padded_factor_are_the_metrics():
+    """A factor padded with zero rows (a factored DML-eig fit) against the eigenvalues of
+    M = LᵀL by numpy's eigvalsh."""
+    from dml_bench.evaluate import spectrum_counts
+
+    rng = np.random.default_rng(1)
+    thin = rng.normal(size=(3, 8)) * np.array([[5.0], [1.0], [0.2]])
+    L = np.vstack([thin, np.zeros((5, 8))])
+    lam = np.clip(np.linalg.eigvalsh(L.T @ L), 0, None)[::-1]
+    n_nonzero = int(np.sum(lam > 1e-8 * lam.max()))
+    cumulative = np.cumsum(lam)
+    n_energy = int(np.argmax(cumulative >= 0.9 * cumulative[-1] * (1 - 1e-12)) + 1)
+    assert spectrum_counts(L) == (n_nonzero, n_energy) == (3, n_energy)
