@@ -376,9 +376,9 @@ class _LandedRows:
         return list(csv.DictReader(whole.decode().splitlines(), fieldnames=header))
 
 
-def _of_cells(row: dict, cells: list) -> bool:
-    """Whether a landed row (with its ``dataset`` and ``label``) is one of ``cells``'."""
-    return (row.get("dataset"), row.get("label")) in cells
+def _cell(row: dict) -> tuple:
+    """The (data set, method) cell of a landed row."""
+    return row.get("dataset"), row.get("label")
 
 
 def _fit_over_budget(rows: list[dict], cells: list, budget: float) -> tuple[int, str] | None:
@@ -386,7 +386,7 @@ def _fit_over_budget(rows: list[dict], cells: list, budget: float) -> tuple[int,
     ``dataset``, ``label`` and ``fit_time``) that is a fit of one of ``cells`` over ``budget``
     seconds, or None. Rows of other cells (a concurrent run's) are not this watch's."""
     for row in rows:
-        cell = (row.get("dataset"), row.get("label"))
+        cell = _cell(row)
         try:
             seconds = float(row.get("fit_time") or "nan")
         except ValueError:  # not a whole row of the log (it was rewritten under the watch)
@@ -433,7 +433,7 @@ def _run_cells(board: Board, results_root, cells: list,
 
     def landed():
         """The new rows of ``cells`` in each log (a concurrent run's other cells left out)."""
-        return [[row for row in tail.new() if _of_cells(row, cells)] for tail in tails]
+        return [[row for row in tail.new() if _cell(row) in cells] for tail in tails]
 
     def over_budget_fit(rows):
         return _fit_over_budget(rows[0] + rows[1], cells, board.budget)
