@@ -146,7 +146,8 @@ def spectrum_counts(components: np.ndarray, energy: float = 0.9,
     if L.shape[0] == L.shape[1] and np.count_nonzero(L) == np.count_nonzero(np.diagonal(L)):
         lam = np.diagonal(L) ** 2  # diagonal L (the Euclidean identity): no O(d³) SVD at d = 20 000
     else:  # zero rows (a factored fit's padding: dml_eig.iterate_metric) add only zeros
-        lam = np.linalg.svd(L[np.any(L != 0, axis=1)], compute_uv=False) ** 2
+        rows = L[np.any(L != 0, axis=1)]
+        lam = np.linalg.svd(rows, compute_uv=False) ** 2 if len(rows) else np.zeros(0)
     if lam.size == 0 or lam.max() <= 0:
         return 0, 0
     n_nonzero = int(np.sum(lam > rtol * lam.max()))

@@ -144,6 +144,19 @@ def test_iterate_metric_is_the_recursions_whitened_metric(d, t, first, route, mo
     np.testing.assert_allclose(components.T @ components, expected, atol=1e-12 * scale)
 
 
+@pytest.mark.parametrize("route", [0.0, np.inf])
+def test_iterate_metric_of_only_empty_steps_is_zero(route, monkeypatch):
+    # S_1 = I/d, then a first step α = 1 to a zero vector and more zero steps: S = 0, so M = 0
+    # (no rows to factor: LAPACK's SVD refuses an empty matrix under scipy 1.11)
+    d = 6
+    A = np.random.default_rng(0).normal(size=(d, d))
+    L = np.linalg.cholesky(A @ A.T + np.eye(d))
+    monkeypatch.setattr(dml_eig, "FACTOR_MAX_STEPS_FRACTION", route)
+    components, metric = iterate_metric(np.zeros((3, d)), np.array([1.0, 2 / 3, 0.5]), L)
+    assert components.shape == metric.shape == (d, d)
+    assert not components.any() and not metric.any()
+
+
 @pytest.mark.parametrize("n,d", [(30, 10), (20, 100), (500, 100)])
 def test_top_eigenvector_all_paths_match_dense_eigh(n, d):
     rng = np.random.default_rng(n + d)

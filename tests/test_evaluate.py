@@ -148,3 +148,10 @@ def test_spectrum_counts_of_a_zero_padded_factor_are_the_metrics():
     cumulative = np.cumsum(lam)
     n_energy = int(np.argmax(cumulative >= 0.9 * cumulative[-1] * (1 - 1e-12)) + 1)
     assert spectrum_counts(L) == (n_nonzero, n_energy) == (3, n_energy)
+
+
+def test_spectrum_counts_of_a_zero_factor_are_zero():
+    """A factor of only zero rows (M = 0), square or not: no eigenvalue counts."""
+    from dml_bench.evaluate import spectrum_counts
+
+    assert spectrum_counts(np.zeros((2, 5))) == spectrum_counts(np.zeros((5, 5))) == (0, 0)

@@ -290,7 +290,9 @@ def iterate_metric(V: np.ndarray, alphas: np.ndarray, L: np.ndarray
 
     With the rows W of :func:`iterate_rows` (``S = WᵀW``), :func:`factored_metric` when W has
     fewer than ``FACTOR_MAX_STEPS_FRACTION · d`` rows (far fewer steps than dimensions: ORL's
-    d = 10 304), otherwise :func:`dense_metric`; both give the same M up to rounding.
+    d = 10 304), otherwise :func:`dense_metric`; both give the same M up to rounding. No rows
+    at all (every step's vector zero) is M = 0, through :func:`dense_metric`: LAPACK's SVD
+    refuses an empty matrix under older scipy.
 
     Parameters
     ----------
@@ -310,7 +312,7 @@ def iterate_metric(V: np.ndarray, alphas: np.ndarray, L: np.ndarray
     """
     d = L.shape[0]
     W = iterate_rows(V, alphas, d)
-    if len(W) < FACTOR_MAX_STEPS_FRACTION * d:
+    if 0 < len(W) < FACTOR_MAX_STEPS_FRACTION * d:
         return factored_metric(W, L)
     return dense_metric(W, L)
 
