@@ -59,9 +59,7 @@ def test_pair_outer_sum_is_the_explicit_sum_for_every_call(n_pairs):
 
 @pytest.mark.parametrize("expected", [None, 2, 15, 150])  # 15 ≤ 0.1 d < 150: both drivers
 @pytest.mark.parametrize("n_above", [0, 1, 12])
-@pytest.mark.parametrize("overwrite", [False, True])
-def test_eigh_above_gives_numpys_eigenpairs_above_the_threshold(expected, n_above, overwrite,
-                                                                eigh_drivers):
+def test_eigh_above_gives_numpys_eigenpairs_above_the_threshold(expected, n_above, eigh_drivers):
     """The eigenpairs above ``lower`` of numpy's ``eigh`` (eigenvalues, and the projector onto
     their span, which does not depend on the eigenvectors' signs), read from the lower triangle
     of a C-ordered matrix, whatever the guess ``expected``; the value-range driver ``syevr``
@@ -73,7 +71,9 @@ def test_eigh_above_gives_numpys_eigenpairs_above_the_threshold(expected, n_abov
     spectrum = np.r_[rng.uniform(-2.0, 0.29, d - n_above), rng.uniform(0.31, 2.0, n_above)]
     A = (Q * spectrum) @ Q.T
     junk = np.tril(A) + np.triu(rng.normal(size=(d, d)), 1)
-    lam, V = linalg.eigh_above(junk, lower, expected, overwrite_a=overwrite)
+    before = junk.copy()
+    lam, V = linalg.eigh_above(junk, lower, expected)
+    np.testing.assert_array_equal(junk, before)  # kept for a fallback driver
     ref_lam, ref_V = np.linalg.eigh(A)
     above = ref_lam > lower
     assert eigh_drivers == ["evr" if expected is not None and expected <= d / 10 else "evd"]
@@ -103,6 +103,55 @@ def test_eigh_all_is_an_eigendecomposition(d, dtype):
     assert np.abs(V.T @ V - np.eye(d)).max() <= 10 * d * eps
     np.testing.assert_allclose(lam, np.linalg.eigvalsh(A.astype(np.float64)),
                                atol=10 * d * eps * norm)
+
+
+@pytest.mark.parametrize("failing, expected, calls", [
+    (("evd",), None, ["evd", "evr"]),           # divide and conquer fails: MRRR
+    (("evd", "evr"), None, ["evd", "evr", "ev"]),  # then QR
+    (("evr",), 3, ["evr", "evx"]),              # a value range: bisection and inverse iteration
+])
+def test_a_driver_that_fails_to_converge_gives_way_to_the_next(failing, expected, calls,
+                                                                monkeypatch):
+    """LAPACK drivers that stop with info > 0 (scipy's ``LinAlgError``; ``syevd`` did on MNIST's
+    Xing projections) are replaced by the next driver on the untouched matrix, and the result is
+    numpy's eigendecomposition of the lower triangle (eigenvalues; the projector onto the kept
+    eigenvectors, which does not depend on their signs)."""
+    import scipy.linalg
+    rng = np.random.default_rng(3)
+    d, lower = 40, 1.0
+    G = rng.normal(size=(d, d))
+    A = G + G.T
+    junk = np.tril(A) + np.triu(rng.normal(size=(d, d)), 1)
+    before = junk.copy()
+    seen, eigh = [], scipy.linalg.eigh
+
+    def flaky(*args, **kwargs):
+        seen.append(kwargs["driver"])
+        if kwargs["driver"] in failing:
+            eigh(*args, **kwargs)  # the real call, which may write into its copy
+            raise np.linalg.LinAlgError("simulated: the algorithm failed to converge")
+        return eigh(*args, **kwargs)
+
+    monkeypatch.setattr(linalg.scipy.linalg, "eigh", flaky)
+    lam, V = linalg.eigh_above(junk, lower, expected)
+    assert seen == calls
+    np.testing.assert_array_equal(junk, before)
+    ref_lam, ref_V = np.linalg.eigh(A)
+    above = ref_lam > lower
+    np.testing.assert_allclose(lam, ref_lam[above], rtol=0, atol=100 * d * np.finfo(float).eps)
+    np.testing.assert_allclose(V @ V.T, ref_V[:, above] @ ref_V[:, above].T, rtol=0, atol=1e-10)
+
+
+def test_the_last_driver_s_failure_is_raised(monkeypatch):
+    """When every driver fails, the last one's error reaches the caller (no silent result)."""
+    import scipy.linalg
+
+    def failing(*args, **kwargs):
+        raise np.linalg.LinAlgError(f"simulated {kwargs['driver']}")
+
+    monkeypatch.setattr(linalg.scipy.linalg, "eigh", failing)
+    with pytest.raises(np.linalg.LinAlgError, match="simulated ev$"):
+        linalg.eigh_all(np.eye(4))
 
 
 @pytest.mark.parametrize("d", [1, 5, 40])

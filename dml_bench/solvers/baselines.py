@@ -396,7 +396,7 @@ class RCA(MetricLearner):
                              f"covariance ({keep.sum()}); give a ridge > 0")
         W = U[:, keep] / np.sqrt(lam[keep])  # whitens Ĉ on its range: WᵀĈW = I
         Xw = (X - X.mean(axis=0)) @ W
-        _, V = eigh_all(Xw.T @ Xw / len(X), overwrite_a=True)  # S_t in whitened coordinates
+        _, V = eigh_all(Xw.T @ Xw / len(X))  # S_t in whitened coordinates
         return (W @ V[:, ::-1][:, :self.n_components]).T
 
 
@@ -556,7 +556,7 @@ def ldml_gradient(outer_sum, t, p) -> tuple[np.ndarray, float]:
 
 
 def _project_psd(M: np.ndarray) -> np.ndarray:
-    lam, U = eigh_all((M + M.T) / 2, overwrite_a=True)
+    lam, U = eigh_all((M + M.T) / 2)
     pos = lam > 0
     return (U[:, pos] * lam[pos]) @ U[:, pos].T
 

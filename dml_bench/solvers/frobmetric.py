@@ -226,7 +226,7 @@ class _TripletDual(_CachedDual):
 
     def _evaluate(self, v):
         S = self.pair_outer_sum(self.pair_weights(v))  # Σ_r u_r A_r
-        lam, U = eigh_all(S, overwrite_a=True)
+        lam, U = eigh_all(S)
         pos = lam > 0
         self._lam, self._U = lam[pos], U[:, pos]
         Z = self.X @ (self._U * np.sqrt(self._lam))  # points mapped by F, X_u = F Fᵀ
@@ -427,7 +427,7 @@ class _SDPDual(_CachedDual):
     def _evaluate(self, u):
         d = self.C.shape[0]
         A_hat = np.asarray(self.A.T @ u).reshape(d, d)
-        lam, U = eigh_all(self.C + (A_hat + A_hat.T) / 2, overwrite_a=True)
+        lam, U = eigh_all(self.C + (A_hat + A_hat.T) / 2)
         neg = lam < 0
         self._lam, self._U = -self.sigma * lam[neg], U[:, neg]  # X_u = U diag(σ|λ₋|) Uᵀ
         X = self.metric()

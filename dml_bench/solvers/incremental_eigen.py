@@ -84,7 +84,7 @@ def eigen_update(U: np.ndarray, s: np.ndarray, A: np.ndarray, w: np.ndarray,
     B = np.vstack([UtA, np.triu(H[:p])])            # [UᵀA; R_A], (r+p)×c
     K = (B * np.asarray(w, dtype=float)) @ B.T
     K[np.arange(r), np.arange(r)] += s
-    theta, V = eigh_all(K, overwrite_a=True)
+    theta, V = eigh_all(K)
     tiny = rtol * max(np.abs(theta).max(initial=0.0), np.finfo(float).tiny)
     keep = np.flatnonzero((np.abs(theta) > tiny) & (theta > lower))[::-1]   # decreasing θ
     V = V[:, keep]

@@ -317,25 +317,39 @@ def _squared_projections(rows_t, v, w, keep_min, p):
     return total
 
 
-def eigh_all(S: np.ndarray, overwrite_a: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def eigh_all(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every eigenpair ``(λ, U)`` of the symmetric ``S`` (read from its lower triangle), λ ascending.
 
     LAPACK's divide and conquer (``syevd``), the fastest driver with all eigenvectors: on one
     thread 0.80–0.86× the time of scipy's default MRRR (``syevr``) for d from 64 to 1024
-    (``benchmarks/bench_eigh_drivers.py``, results/bench/eigh_drivers.csv). scipy 1.11
-    (the floor) sizes ``syevd``'s workspace wrongly for a 1×1 matrix: plain ``syev`` there.
-    ``overwrite_a`` works in place also on a C-ordered ``S`` (:func:`_eigh_lower`).
+    (``benchmarks/bench_eigh_drivers.py``, results/bench/eigh_drivers.csv). Where it fails to
+    converge, MRRR, then the QR algorithm (``syev``): see :func:`_eigh_lower`. scipy 1.11 (the
+    floor) sizes ``syevd``'s workspace wrongly for a 1×1 matrix: plain ``syev`` there.
     """
-    return _eigh_lower(S, overwrite_a, driver="evd" if len(S) > 1 else "ev")
+    return _eigh_lower(S, ("evd", "evr", "ev") if len(S) > 1 else ("ev",))
 
 
-def _eigh_lower(S: np.ndarray, overwrite_a: bool, **options) -> tuple[np.ndarray, np.ndarray]:
-    """``scipy.linalg.eigh`` of the lower triangle of S with ``options``; a C-ordered S is passed
-    as its transpose (Fortran-ordered, the same triangle read as the upper), so that
-    ``overwrite_a`` works in place instead of on a d×d copy."""
+def _eigh_lower(S: np.ndarray, drivers: tuple[str, ...],
+                **options) -> tuple[np.ndarray, np.ndarray]:
+    """``scipy.linalg.eigh`` of the lower triangle of S with ``options``, by the first of the
+    LAPACK ``drivers`` that converges.
+
+    A driver can fail on a matrix that another decomposes to full accuracy: with one OpenBLAS
+    0.3.30 thread, ``syevd``'s divide and conquer stopped on Xing's (MMC's) projections on
+    three of MNIST's ten board splits (LAPACK's info > n, which scipy words as "the leading
+    minor ... of B is not positive definite"), where ``syevr``, ``syevx``, ``syev`` and the
+    other triangle all converge. So S is never overwritten: the next driver starts from it.
+    A C-ordered S is passed as its transpose (Fortran-ordered, the same triangle read as the
+    upper), without a copy of ours.
+    """
     transpose = S.flags.c_contiguous and not S.flags.f_contiguous
-    return scipy.linalg.eigh(S.T if transpose else S, lower=not transpose,
-                             overwrite_a=overwrite_a, **options)
+    A = S.T if transpose else S
+    for driver in drivers[:-1]:
+        try:
+            return scipy.linalg.eigh(A, lower=not transpose, driver=driver, **options)
+        except np.linalg.LinAlgError:
+            continue
+    return scipy.linalg.eigh(A, lower=not transpose, driver=drivers[-1], **options)
 
 
 #: :func:`eigh_above` computes only the eigenpairs asked for (``syevr`` on a value range) when
@@ -345,8 +359,8 @@ def _eigh_lower(S: np.ndarray, overwrite_a: bool, **options) -> tuple[np.ndarray
 SUBSET_EIGH_MAX_FRACTION = 0.1
 
 
-def eigh_above(S: np.ndarray, lower: float, expected: int | None = None,
-               overwrite_a: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def eigh_above(S: np.ndarray, lower: float,
+               expected: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The eigenpairs ``(λ, U)`` of the symmetric ``S`` with ``λ > lower``, λ ascending.
 
     What a projection onto the PSD cone needs (Theorem 1 of Zhang & Zhang 2017: the eigenvalues
@@ -355,15 +369,16 @@ def eigh_above(S: np.ndarray, lower: float, expected: int | None = None,
     With ``expected`` (the caller's guess of their number, such as the count at its previous
     iteration) at most ``SUBSET_EIGH_MAX_FRACTION · d``, only these are computed, by MRRR
     restricted to ``(lower, ∞)`` (``syevr``: the tridiagonal reduction, then k eigenvectors and
-    their back-transformation); otherwise (or with ``expected=None``) every eigenpair by
-    :func:`eigh_all`, the rest dropped. The same eigenpairs either way, up to round-off.
+    their back-transformation; bisection and inverse iteration, ``syevx``, where it fails);
+    otherwise (or with ``expected=None``) every eigenpair by :func:`eigh_all`, the rest dropped.
+    The same eigenpairs either way, up to round-off.
     """
     d = len(S)
     if expected is None or expected > SUBSET_EIGH_MAX_FRACTION * d or d < 2:
-        lam, U = eigh_all(S, overwrite_a=overwrite_a)
+        lam, U = eigh_all(S)
         first = np.searchsorted(lam, lower, side="right")
         return lam[first:], U[:, first:]
-    return _eigh_lower(S, overwrite_a, driver="evr", subset_by_value=(lower, np.inf))
+    return _eigh_lower(S, ("evr", "evx"), subset_by_value=(lower, np.inf))
 
 
 def components_from_psd(S: np.ndarray, right: np.ndarray | None = None) -> np.ndarray:
@@ -374,7 +389,7 @@ def components_from_psd(S: np.ndarray, right: np.ndarray | None = None) -> np.nd
     """
     A = S + S.T
     A *= 0.5
-    lam, U = eigh_all(A, overwrite_a=True)
+    lam, U = eigh_all(A)
     L = (np.sqrt(np.clip(lam, 0.0, None)) * U).T[::-1]
     return L if right is None else L @ right
 

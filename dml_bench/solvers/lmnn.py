@@ -399,7 +399,7 @@ class _Problem:
 
 def _project_psd(S):
     """``Π_{⪰0}(S)`` and a factor L with ``Π(S) = LᵀL`` from one eigendecomposition."""
-    lam, U = eigh_all((S + S.T) / 2, overwrite_a=True)
+    lam, U = eigh_all((S + S.T) / 2)
     lam = np.clip(lam, 0.0, None)
     L = (np.sqrt(lam) * U).T
     return (U * lam) @ U.T, L

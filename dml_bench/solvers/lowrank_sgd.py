@@ -417,10 +417,11 @@ class _DenseBase(_LowRankDMLBase):
     (``benchmarks/bench_eigh_drivers.py --part solvers``).
     """
 
-    #: d×d float64 arrays alive at once at the peak: W, the gradient, the matrix decomposed (its
-    #: eigenvectors in place) and ``syevd``'s workspace of 2 d² (measured with tracemalloc in
-    #: tests/test_lowrank_sgd.py)
-    _n_dense = 5
+    #: d×d float64 arrays alive at once at the peak: W, the gradient, the matrix decomposed, the
+    #: copy LAPACK works on (its eigenvectors in place; the matrix itself is kept for a fallback
+    #: driver, ``linalg._eigh_lower``) and ``syevd``'s workspace of 2 d² (measured with
+    #: tracemalloc in tests/test_lowrank_sgd.py)
+    _n_dense = 6
     #: full gradient over all triplets (GD, FW) or mini-batches of ``batch_size`` (SGD variants)
     _full_gradient = False
 
@@ -445,7 +446,7 @@ class _DenseBase(_LowRankDMLBase):
     def _eigh_above(self, A, lower):
         """The eigenpairs of A above ``lower`` (all that a projection keeps): only these when
         few are expected from the last iteration's count (``linalg.eigh_above``)."""
-        mu, V = eigh_above(A, lower, self._n_above, overwrite_a=True)
+        mu, V = eigh_above(A, lower, self._n_above)
         self._n_above = len(mu)
         return mu, V
 
@@ -750,7 +751,7 @@ class LowRankSGDOne(_DenseBase):
     """
 
     _schedule = "constant"
-    _n_dense = 6    # and the running average of the iterates
+    _n_dense = 6    # W, the running average of the iterates and the step's arrays (measured)
 
     def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, gamma=1.0,
                  batch_size=10, max_iter=500, log_every=10, n_eval=10000, random_state=0,

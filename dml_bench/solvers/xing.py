@@ -227,7 +227,7 @@ def _gradient(outer_sum, dist):
 
 def _project_psd(A):
     """Nearest PSD matrix (Frobenius) and its eigendecomposition: negative eigenvalues clipped."""
-    lam, V = eigh_all((A + A.T) / 2, overwrite_a=True)
+    lam, V = eigh_all((A + A.T) / 2)
     lam = np.clip(lam, 0.0, None)
     return (V * lam) @ V.T, lam, V
 
