@@ -82,17 +82,33 @@ def planned(monkeypatch) -> str:
     return "future_dml"
 
 
+class DriverLog(list):
+    """The drivers called, in order; a call to a driver in ``failing`` runs, then raises
+    ``LinAlgError`` as LAPACK does when it fails to converge (info > 0)."""
+
+    failing: frozenset = frozenset()
+
+
 @pytest.fixture
-def eigh_drivers(monkeypatch) -> list:
+def eigh_drivers(monkeypatch) -> DriverLog:
     """The LAPACK driver (``"evd"``, ``"evr"``, …) of every ``scipy.linalg.eigh`` call that the
-    solvers' ``linalg`` module makes, in order; the calls themselves are unchanged."""
+    solvers' ``linalg`` module makes, in order; the calls themselves are unchanged, except that
+    those to the drivers of ``.failing`` raise after running."""
+    import numpy as np
     import scipy.linalg
 
     from dml_bench.solvers import linalg
-    drivers = []
+    drivers = DriverLog()
     eigh = scipy.linalg.eigh
-    monkeypatch.setattr(linalg.scipy.linalg, "eigh",
-                        lambda *a, **k: drivers.append(k.get("driver")) or eigh(*a, **k))
+
+    def logged(*args, **kwargs):
+        drivers.append(kwargs.get("driver"))
+        result = eigh(*args, **kwargs)
+        if drivers[-1] in drivers.failing:
+            raise np.linalg.LinAlgError(f"simulated: {drivers[-1]} failed to converge")
+        return result
+
+    monkeypatch.setattr(linalg.scipy.linalg, "eigh", logged)
     return drivers
 
 

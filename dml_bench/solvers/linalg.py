@@ -336,7 +336,7 @@ def _eigh_lower(S: np.ndarray, drivers: tuple[str, ...],
 
     A driver can fail on a matrix that another decomposes to full accuracy: with one OpenBLAS
     0.3.30 thread, ``syevd``'s divide and conquer stopped on Xing's (MMC's) projections on
-    three of MNIST's ten board splits (LAPACK's info > n, which scipy words as "the leading
+    four of MNIST's ten board splits (LAPACK's info > n, which scipy words as "the leading
     minor ... of B is not positive definite"), where ``syevr``, ``syevx``, ``syev`` and the
     other triangle all converge. So S is never overwritten: the next driver starts from it.
     A C-ordered S is passed as its transpose (Fortran-ordered, the same triangle read as the
