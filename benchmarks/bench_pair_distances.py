@@ -11,15 +11,20 @@ constraint generators list them), the outer sums also on the real pairs of five 
 where ``DMLBENCH_DATA_MIRROR`` or the cache has their data, and both results compared (largest
 relative difference).
 
+On the weights of a hinge loss (GD's, Zhang & Zhang 2017, on the leaderboard's MNIST split 0)
+:class:`PairOuterSum` multiplies only the rows its nonzero weights reach; it is timed against the
+CSR product over every row, at three of GD's iterations, with the share of pairs and points that
+the weights reach.
+
 ``linalg.pair_quadratic_forms`` gives GD's and FW's pair distances at their dense iterate W
 (every iteration, over all pairs); it is timed against the difference rows it replaced
 (``einsum(D W, D)``, D built once and not timed), on the pair sets of a 3-fold tuning fit.
 
     python benchmarks/bench_pair_distances.py [--repeat 30] [--out results/bench]
-        [--part distances outer_sums quadratic_forms]
+        [--part distances outer_sums sparse_outer_sums quadratic_forms]
 
-Writes ``pair_distances.csv``, ``pair_outer_sum.csv`` and ``pair_quadratic_forms.csv``: per
-shape the median seconds of each and their ratio.
+Writes ``pair_distances.csv``, ``pair_outer_sum.csv``, ``pair_outer_sum_sparse.csv`` and
+``pair_quadratic_forms.csv``: per shape the median seconds of each and their ratio.
 """
 
 from __future__ import annotations
@@ -34,9 +39,11 @@ from threadpoolctl import threadpool_limits
 
 from bench_eigen_update import median_seconds  # benchmarks/, beside this script
 from bench_paper_times import table_cells
+from dml_bench.solvers import lowrank_sgd
 from dml_bench.solvers.linalg import (PairOuterSum, pair_quadratic_forms, pair_sq_distances,
                                       triplet_pairs)
 from dml_bench.tasks import prepare_split
+from seed_diagnosis import tasks_for
 
 #: (what, n points, rank, pairs): breast cancer's LMNN pairs (targets + impostors), a USPS
 #: triplet set's distinct pairs, digits at full rank, MNIST's FrobMetric pairs
@@ -143,6 +150,57 @@ def time_pair_outer_sums(rng, repeat: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: GD on the leaderboard's MNIST split 0 (training part): its tuned grid's low corner, the
+#: iterations whose hinge weights are timed
+SPARSE_GD = {"lam": 0.01, "step": 0.01}
+SPARSE_GD_ITERATIONS = (1, 10, 40)
+
+
+class _RecordedOuterSum(PairOuterSum):
+    """:class:`PairOuterSum` that keeps its points, its pairs and a copy of every weight vector
+    it is called with (``calls``)."""
+
+    calls: list = []
+
+    def __init__(self, X, pairs):
+        super().__init__(X, pairs)
+        self.points, self.pairs = X, np.asarray(pairs)
+
+    def __call__(self, w):
+        type(self).calls.append((self, np.array(w)))
+        return super().__call__(w)
+
+
+def time_sparse_pair_outer_sums(rng, repeat: int) -> pd.DataFrame:
+    """``pair_outer_sum_sparse.csv``: GD's hinge weights at :data:`SPARSE_GD_ITERATIONS`,
+    :class:`PairOuterSum` (the rows its nonzero weights reach) against the CSR product (every
+    row), alternating."""
+    try:
+        _, (task, *_) = tasks_for("configs/leaderboard.yaml", "gd", "mnist", splits=1)
+        X, y, _, _, constraints, _, _ = prepare_split(task)
+    except Exception as exc:  # the data are not here: say so, as the real pairs above
+        print(f"mnist gd: skipped ({exc})", flush=True)
+        return pd.DataFrame()
+    lowrank_sgd.PairOuterSum, _RecordedOuterSum.calls = _RecordedOuterSum, []
+    try:
+        lowrank_sgd.LowRankGD(**SPARSE_GD, max_iter=max(SPARSE_GD_ITERATIONS)).fit(
+            X, y, constraints=constraints)
+    finally:
+        lowrank_sgd.PairOuterSum = PairOuterSum
+    rows = []
+    for t in SPARSE_GD_ITERATIONS:
+        recorded, w = _RecordedOuterSum.calls[t - 1]
+        compiled = PairOuterSum(recorded.points, recorded.pairs)
+        reference = CsrPairOuterSum(recorded.points, recorded.pairs)
+        reached = np.unique(recorded.pairs[w != 0])
+        row = {"shape": f"MNIST GD iteration {t}", "n": len(X), "d": X.shape[1],
+               "pairs": len(w), "nonzero_pairs": float(np.mean(w != 0)),
+               "points_reached": len(reached) / len(recorded.points)}
+        rows.append(alternating_comparison(row, lambda: compiled(w), lambda: reference(w),
+                                           "csr_every_row", repeat))
+    return pd.DataFrame(rows)
+
+
 def alternating_comparison(row: dict, compiled, reference, name: str, repeat: int) -> dict:
     """``row`` with the median seconds of ``compiled()`` and ``reference()`` (``compiled_s``,
     ``<name>_s``), their ratio and the largest relative difference of their results. The two
@@ -196,6 +254,8 @@ def main(argv=None):
 #: part: (timing function, its repeat option, output file)
 PARTS = {"distances": (time_pair_distances, "repeat", "pair_distances.csv"),
          "outer_sums": (time_pair_outer_sums, "outer_sum_repeat", "pair_outer_sum.csv"),
+         "sparse_outer_sums": (time_sparse_pair_outer_sums, "outer_sum_repeat",
+                               "pair_outer_sum_sparse.csv"),
          "quadratic_forms": (time_pair_quadratic_forms, "outer_sum_repeat",
                              "pair_quadratic_forms.csv")}
 

@@ -57,6 +57,24 @@ def test_pair_outer_sum_is_the_explicit_sum_for_every_call(n_pairs):
                                    rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("n_pairs", [6, 60])
+@pytest.mark.parametrize("n_nonzero", [0, 1, 3])
+def test_pair_outer_sum_of_sparse_weights_is_the_explicit_sum(n_pairs, n_nonzero):
+    """Weights that reach only some points (a hinge loss's few active triplets), or none: the
+    rows left out of the GEMM are those whose contribution is exactly zero."""
+    rng = np.random.default_rng(n_pairs + n_nonzero)
+    X = rng.normal(size=(15, 4)) + 3.0
+    pairs = rng.integers(0, 15, size=(n_pairs, 2))
+    outer_sum = PairOuterSum(X, pairs)
+    for _ in range(3):
+        w = np.zeros(n_pairs)
+        w[rng.choice(n_pairs, n_nonzero, replace=False)] = rng.normal(size=n_nonzero)
+        np.testing.assert_allclose(outer_sum(w), explicit_sum(X, pairs, w), rtol=1e-10,
+                                   atol=1e-10)
+    w = rng.normal(size=n_pairs)                   # then every weight nonzero, same operator
+    np.testing.assert_allclose(outer_sum(w), explicit_sum(X, pairs, w), rtol=1e-10, atol=1e-10)
+
+
 @pytest.mark.parametrize("expected", [None, 2, 15, 150])  # 15 ≤ 0.1 d < 150: both drivers
 @pytest.mark.parametrize("n_above", [0, 1, 12])
 def test_eigh_above_gives_numpys_eigenpairs_above_the_threshold(expected, n_above, eigh_drivers):

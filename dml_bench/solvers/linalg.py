@@ -420,6 +420,13 @@ class PairOuterSum:
     where d is small (letter, d = 16), as the n×d×d GEMM dominates from d ≈ 60
     (``benchmarks/bench_pair_distances.py``, ``results/bench/pair_outer_sum.csv``).
 
+    Pairs of weight zero cost nothing: only the difference rows of nonzero weight, or the points
+    that a pair of nonzero weight touches (the other rows of ``L_w X̄`` are zero), enter the GEMM.
+    A hinge loss's gradient is that sparse: after 10 or 40 GD iterations on the board's MNIST
+    split 0, 19 % of the pairs have a nonzero weight and they reach 51 % of the points; a call
+    takes 0.94 s against 2.2 s over every row (``benchmarks/bench_pair_distances.py --part
+    sparse_outer_sums``, ``results/bench/pair_outer_sum_sparse.csv``).
+
     Attributes
     ----------
     X : ndarray (n, d)
@@ -440,24 +447,37 @@ class PairOuterSum:
         self._other = pairs[:, ::-1].T.ravel()[order]  # the pair's other point
         self._pair = order % n_pairs
         self._LX = np.empty_like(self.X)  # L_w X̄, rewritten by every call
+        self._touched = np.empty(n, dtype=bool)  # rows of L_w X̄ a nonzero weight reaches
 
     def __call__(self, w: np.ndarray) -> np.ndarray:
         w = np.asarray(w, dtype=float)
         if self._D is not None:
-            return weighted_outer_sum(self._D, w)
+            nonzero = np.flatnonzero(w)
+            if len(nonzero) == len(w):
+                return weighted_outer_sum(self._D, w)
+            return weighted_outer_sum(self._D[nonzero], w[nonzero])
         w = w.astype(self.X.dtype, copy=False)  # in X's precision, as the products
-        return self.X.T @ _laplacian_product(self.X, self._start, self._other, self._pair, w,
-                                             self._LX)
+        LX = _laplacian_product(self.X, self._start, self._other, self._pair, w, self._LX,
+                                self._touched)
+        rows = np.flatnonzero(self._touched)
+        if len(rows) == len(self.X):
+            return self.X.T @ LX
+        return self.X[rows].T @ LX[rows]
 
 
 @njit(**JIT_OPTIONS)
-def _laplacian_product(X, start, other, pair, w, out):
+def _laplacian_product(X, start, other, pair, w, out, touched):
     """``out = L_w X``: row i is ``Σ_e w[pair[e]] (x_i − x_{other[e]})`` over the incidences
-    ``e`` of point i, ``start[i] ≤ e < start[i + 1]`` (:class:`PairOuterSum`). Returns ``out``."""
+    ``e`` of point i, ``start[i] ≤ e < start[i + 1]`` (:class:`PairOuterSum`); ``touched[i]``:
+    some incidence of i has a nonzero weight (else row i is zero). Returns ``out``."""
     for i in range(X.shape[0]):
         out[i] = 0.0
+        touched[i] = False
         for e in range(start[i], start[i + 1]):
             j, w_e = other[e], w[pair[e]]
+            if w_e == 0.0:
+                continue
+            touched[i] = True
             for k in range(X.shape[1]):
                 out[i, k] += w_e * (X[i, k] - X[j, k])
     return out
