@@ -242,12 +242,19 @@ class _TripletDual(_CachedDual):
         self._state = {"objective": dual, "primal": primal, "gap": primal - dual, "pg_norm": pg}
 
 
+#: L-BFGS-B's evaluations per line search at most (scipy's ``maxls`` default).
+_MAX_LINE_SEARCH = 20
+
 
 def _run_lbfgsb(fun, x0, bounds, *, start, stop, max_iter, max_corrections, gtol, ftol):
     """``scipy.optimize.minimize(method="L-BFGS-B")`` recording ``fun.state`` at every iterate.
 
     ``stop(state)`` ends the run (StopIteration from the callback). The final iterate is recorded
-    too when L-BFGS-B ends without calling back for it.
+    too when L-BFGS-B ends without calling back for it. ``max_iter`` alone bounds the run:
+    L-BFGS-B's own cap on evaluations (``maxfun``, 15000 by default) is set to what ``max_iter``
+    iterations can use, one evaluation each plus at most ``maxls`` (20) in a line search. Left
+    at its default, it stopped a 20000-iteration budget at 14443 iterations (MVU on 36 points,
+    σ = 1e4, scipy 1.11.1, whose run converges at 14577 iterations and 15143 evaluations).
     """
     keys = [*fun.state(x0), "time"]
     trace = {k: [] for k in keys}
@@ -266,7 +273,8 @@ def _run_lbfgsb(fun, x0, bounds, *, start, stop, max_iter, max_corrections, gtol
             raise StopIteration
 
     res = minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds, callback=callback,
-                   options={"maxiter": max_iter, "maxcor": max_corrections, "gtol": gtol,
+                   options={"maxiter": max_iter, "maxfun": max_iter * (1 + _MAX_LINE_SEARCH),
+                            "maxls": _MAX_LINE_SEARCH, "maxcor": max_corrections, "gtol": gtol,
                             "ftol": ftol})
     if last["x"] is None or not np.array_equal(res.x, last["x"]):
         record(res.x)
