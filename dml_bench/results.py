@@ -87,11 +87,14 @@ class RunStore:
         self.errors = self.dir / "errors.csv"
         self.superseded = self.dir / f"{name}_superseded.csv"
         self._lock_path = self.dir / ".runs.lock"
+        # one lock object per store, so that a method holding it may call another that takes it
+        # (filelock counts the nested acquisitions of one object)
+        self._lock = FileLock(self._lock_path, thread_local=False)
 
     @contextlib.contextmanager
     def _locked(self):
         self.dir.mkdir(parents=True, exist_ok=True)
-        with FileLock(self._lock_path, thread_local=False):
+        with self._lock:
             yield
 
     def read(self) -> pd.DataFrame:
@@ -128,14 +131,16 @@ class RunStore:
 
     def archive(self, task_ids: set[str], into: Path | None = None) -> None:
         """Move rows of ``task_ids`` to ``into``: by default ``<name>_superseded.csv`` (tasks no
-        longer in the config). They are appended there in one write, then dropped here."""
-        moved = self.read()
-        moved = moved[moved["task_id"].isin(task_ids)]
-        moved = moved.reindex(columns=self.columns).astype(object)
-        if len(moved):
-            self._append(into or self.superseded,
-                         moved.where(moved.notna(), "").to_dict("records"), self.columns)
-        self.drop(task_ids)
+        longer in the config). They are appended there in one write, then dropped here, all
+        under the store's lock: two runs that archive the same rows move them once."""
+        with self._locked():
+            moved = self.read()
+            moved = moved[moved["task_id"].isin(task_ids)]
+            moved = moved.reindex(columns=self.columns).astype(object)
+            if len(moved):
+                self._append(into or self.superseded,
+                             moved.where(moved.notna(), "").to_dict("records"), self.columns)
+            self.drop(task_ids)
 
     def append(self, row: dict) -> None:
         """Append one finished task."""

@@ -433,6 +433,43 @@ def test_finished_tasks_tuning_fits_leave_the_committed_log(tmp_path):
     assert compact_tuning_log(tmp_path) == 0
 
 
+def test_two_boards_that_compact_at_once_move_each_fit_once(tmp_path, monkeypatch):
+    # Two boards on one folder finished the same cell together (MNIST x SGD-batch, 2026-11-29):
+    # both read tuning.csv, both appended its 270 fits to tuning_done.csv, then both dropped them.
+    # Here the second board compacts while the first is between its read and its write.
+    import threading
+
+    from dml_bench import results
+    from dml_bench.leaderboard import compact_tuning_log
+    from dml_bench.results import TUNE_COLUMNS, RunStore
+
+    RunStore(tmp_path).append({"task_id": "done", "dataset": "iris", "label": "lda",
+                               "fit_time": 1.0})
+    tuning = RunStore(tmp_path, "tuning", TUNE_COLUMNS)
+    for i in range(3):
+        tuning.append({"task_id": f"t{i}", "outer_task_id": "done", "params": "{}",
+                       "error": 0.1})
+    read, second, reads = results.RunStore.read, [], []
+
+    def read_then_meet_the_other_board(store):
+        frame = read(store)
+        if store.runs.name == "tuning.csv" and threading.current_thread() is main:
+            reads.append(1)
+        if len(reads) == 2 and not second:  # the first board's read of the rows to move
+            second.append(threading.Thread(target=compact_tuning_log, args=(tmp_path,)))
+            second[0].start()
+            second[0].join(timeout=1.0)  # it runs now, unless the first board holds the lock
+        return frame
+
+    main = threading.current_thread()
+    monkeypatch.setattr(results.RunStore, "read", read_then_meet_the_other_board)
+    compact_tuning_log(tmp_path)
+    second[0].join()
+    done = RunStore(tmp_path, "tuning_done", TUNE_COLUMNS).read()
+    assert sorted(done["task_id"]) == ["t0", "t1", "t2"]
+    assert len(tuning.read()) == 0
+
+
 def test_a_landed_fit_over_the_budget_marks_its_cell():
     from dml_bench.leaderboard import _fit_over_budget
 
