@@ -29,10 +29,15 @@ def _exit_on_sigterm():
 
     The signal is also remembered: raised inside C code that calls back into Python (pandas'
     CSV tokenizer), the ``SystemExit`` can surface as another exception, which
-    :class:`_OneLineErrors` then turns back into the same exit status."""
+    :class:`_OneLineErrors` then turns back into the same exit status; raised inside a ctypes
+    callback (threadpoolctl's scan of the loaded libraries), it is printed and dropped, so the
+    row loop (``execution.STOP_SIGNALS``) stops after the row in progress."""
 
     def terminate(signum, frame):
         _TERMINATED.append(signum)
+        execution = sys.modules.get("dml_bench.execution")  # loaded when rows are being run
+        if execution is not None:
+            execution.STOP_SIGNALS.append(signum)
         sys.exit(128 + signum)
 
     signal.signal(signal.SIGTERM, terminate)
@@ -54,7 +59,7 @@ class _OneLineErrors(click.Group):
         from .errors import DMLBenchError
 
         try:
-            return super().invoke(ctx)
+            out = super().invoke(ctx)
         except Exception as exc:
             if _TERMINATED and not os.environ.get("DMLBENCH_DEBUG"):
                 sys.exit(128 + _TERMINATED[0])  # an exception the SIGTERM caused mid-call
@@ -66,6 +71,9 @@ class _OneLineErrors(click.Group):
                 _fail(" ".join(str(exc).split()))
             where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
             _fail(f"{where}{exc.strerror or exc}", code=1)
+        if _TERMINATED:  # a SIGTERM whose SystemExit was dropped (see _exit_on_sigterm)
+            sys.exit(128 + _TERMINATED[0])
+        return out
 
 
 @click.group(cls=_OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})

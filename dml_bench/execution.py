@@ -134,6 +134,12 @@ def set_aside_stale(name: str, store: RunStore, tuning: RunStore, task_ids: set,
         tuning.archive(stale_tuning)
 
 
+#: Signals that asked this process to stop (the CLI's SIGTERM handler appends them). The handler's
+#: ``SystemExit`` is dropped when the signal lands inside a ctypes callback, so the row loop
+#: checks here after every row and stops there.
+STOP_SIGNALS: list[int] = []
+
+
 def land_rows(fn: Callable, work: list, into: RunStore, *, n_jobs: int, backend: str,
               claims: TaskClaims, require_timing: bool, record: Callable[[dict], None],
               bar=None) -> int:
@@ -148,6 +154,8 @@ def land_rows(fn: Callable, work: list, into: RunStore, *, n_jobs: int, backend:
                            deferred=deferred):
             record(row)
             landed += 1
+            if STOP_SIGNALS:
+                raise SystemExit(128 + STOP_SIGNALS[0])
             if bar is not None:
                 bar.update(1)
     if bar is not None and len(work) > landed:

@@ -307,6 +307,32 @@ def test_sigterm_stops_a_cli_run_like_ctrl_c(tmp_path):
     assert 2 <= len(pd.read_csv(runs)) < 40  # stopped mid-run, every written row readable
 
 
+def test_a_sigterm_whose_exit_was_dropped_stops_the_run_after_its_row(tmp_path, monkeypatch):
+    """`make test-oldest`, 2026-11-29: the SIGTERM of the test above landed in threadpoolctl's
+    ctypes callback, which printed the handler's SystemExit and dropped it, and the run went on.
+    The handler also records the signal, and the row loop stops after the row in progress."""
+    from types import SimpleNamespace
+
+    from dml_bench import execution
+    from dml_bench.results import RunStore, TaskClaims
+
+    monkeypatch.setattr(execution, "STOP_SIGNALS", [])
+    recorded = []
+
+    def fit(task, blas_threads):
+        if task.task_id == "b":  # the signal arrives during the second fit, its exit dropped
+            execution.STOP_SIGNALS.append(15)
+        return {"task_id": task.task_id}
+
+    work = [SimpleNamespace(task_id=t) for t in "abcd"]
+    with pytest.raises(SystemExit) as stop:
+        execution.land_rows(fit, work, RunStore(tmp_path), n_jobs=1, backend="sequential",
+                            claims=TaskClaims(tmp_path), require_timing=False,
+                            record=recorded.append)
+    assert stop.value.code == 128 + 15
+    assert [row["task_id"] for row in recorded] == ["a", "b"]  # the second row is kept
+
+
 def test_a_committed_sensitivity_sweep_shows_beside_the_cells(tiny_target):
     """``results/<experiment>_diagnosis/*_sensitivity_*.csv`` give the range column and the
     sentence naming the variant that matches most cells (values written here, so known)."""
