@@ -10,9 +10,18 @@ counts of Ying & Li's Table 3 (wine: |S| = |D| = 378, |T| = 1134 on 126 training
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import inspect
+import time
+import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+import scipy
+import sklearn
+from joblib import Memory
 from sklearn.neighbors import NearestNeighbors
 
 from .registry import Registry
@@ -39,6 +48,68 @@ class Constraints:
     def counts(self) -> dict[str, int]:
         return {"n_similar": len(self.similar), "n_dissimilar": len(self.dissimilar),
                 "n_triplets": len(self.triplets)}
+
+
+def generate(name: str, X, y: np.ndarray, params: dict,
+             cache: str | Path | None = None) -> tuple[Constraints, float]:
+    """The constraints of generator ``name`` on ``(X, y)``, and the seconds they took to compute.
+
+    Parameters
+    ----------
+    name : str
+        A registered generator (``GENERATORS``).
+    X : ndarray of shape (n, d) or CSR matrix
+        Preprocessed training data.
+    y : ndarray of shape (n,)
+        Training labels.
+    params : dict
+        The generator's parameters.
+    cache : path-like or None
+        A folder where results are stored on disk (``joblib.Memory``), so that any process that
+        needs the same constraints again (a worker that loky restarted, a second board, a resumed
+        run) loads them instead of computing them: the 3+3-NN triplets of an MNIST tuning fold
+        take 32 s. An entry is keyed by the content of ``X`` and ``y``, ``name``, ``params`` and
+        :func:`fingerprint`, so other data, another generator version or other library versions
+        never read it. A stored result returns the seconds of its original computation. A cache
+        that cannot be used costs only time (a warning).
+
+    Returns
+    -------
+    constraints : Constraints
+    seconds : float
+        Wall-clock seconds of the generator's computation.
+    """
+    if cache is None:
+        return _timed(name, X, y, params, "")
+    try:
+        return _memorised(str(cache))(name, X, y, params, fingerprint(GENERATORS[name]))
+    except OSError as exc:
+        warnings.warn(f"constraint cache {cache} not used ({exc})", RuntimeWarning, stacklevel=2)
+        return _timed(name, X, y, params, "")
+
+
+@functools.lru_cache(maxsize=None)
+def fingerprint(generator) -> str:
+    """sha256 of the source of ``generator``'s module and of the numerical libraries' versions
+    (the nearest-neighbour search is scikit-learn's): what a stored result depends on besides
+    its arguments. Read once per process, at the first use."""
+    module = inspect.getmodule(generator)
+    source = inspect.getsource(module) if module is not None else repr(generator)
+    versions = f"numpy {np.__version__} scipy {scipy.__version__} sklearn {sklearn.__version__}"
+    return hashlib.sha256(f"{versions}\n{source}".encode()).hexdigest()
+
+
+def _timed(name: str, X, y, params: dict, version: str) -> tuple[Constraints, float]:
+    """``(GENERATORS[name](X, y, **params), seconds)``; ``version`` (:func:`fingerprint`) only
+    keys the cache."""
+    t0 = time.perf_counter()
+    constraints = GENERATORS[name](X, y, **params)
+    return constraints, time.perf_counter() - t0
+
+
+@functools.lru_cache(maxsize=4)
+def _memorised(location: str):
+    return Memory(location, verbose=0).cache(_timed)
 
 
 def _neighbours(X_fit: np.ndarray, X_query: np.ndarray, k: int, exclude_self: bool) -> np.ndarray:

@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse
 
 from .config import DatasetEntry, Experiment, SolverEntry
-from .constraints import GENERATORS
+from .constraints import generate as generate_constraints
 from .splits import derive_seed, split_indices, subsample_indices, tuning_parts
 
 
@@ -137,7 +137,9 @@ def prepare_split(task: Task, fold: tuple | None = None):
     training (or validation) part. Preprocessing and constraints are fitted on the fit part only.
 
     Returns ``(X_fit, y_fit, X_eval, y_eval, constraints, constraint_time, split_seed)``;
-    cached per worker, so every solver of the same (dataset, split, fold) reuses them. Sparse
+    cached per worker, so every solver of the same (dataset, split, fold) reuses them, and the
+    constraints also on disk in the datasets' cache (``<cache>/constraints``, see
+    :func:`~dml_bench.constraints.generate`), so a new worker or run loads them. Sparse
     data (DEXTER) stay sparse through the preprocessing and the neighbour search; the two X
     parts are returned dense unless the task's solver takes CSR input (``accepts_sparse``).
     """
@@ -200,9 +202,16 @@ def _prepare_split(entry, split, seed, train_fraction, validation_fraction, stra
     if fold is not None:
         train, test = tuning_parts(y, train, validation, split_seed, fold, stratify)
     X_train, X_test = entry.preprocessing.apply(X[train], X[test], meta.get("image_shape"))
-    t0 = time.perf_counter()
-    constraints = GENERATORS[generator](X_train, y[train], **dict(generator_params))
-    return X_train, y[train], X_test, y[test], constraints, time.perf_counter() - t0, split_seed
+    constraints, seconds = generate_constraints(generator, X_train, y[train],
+                                                dict(generator_params), _constraint_cache(cache_dir))
+    return X_train, y[train], X_test, y[test], constraints, seconds, split_seed
+
+
+def _constraint_cache(cache_dir):
+    """The folder of stored constraints: ``constraints/`` in the datasets' cache."""
+    from .datasets.files import resolve_cache_dir
+
+    return resolve_cache_dir(cache_dir) / "constraints"
 
 
 def fit_task_solver(task: Task, X_train, y_train, constraints):

@@ -1,13 +1,20 @@
 """knn_triplets: targets / impostors worked out by hand, the counts of Ying & Li (2012) Table 3,
-and constraints that only ever reference the training part of a split."""
+constraints that only ever reference the training part of a split, and the disk cache of
+generated constraints (checked against a fresh computation)."""
 
 from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+import warnings
 
 import numpy as np
 import pytest
 
 from dml_bench.config import parse_config
-from dml_bench.constraints import GENERATORS, Constraints, knn_triplets
+from dml_bench import tasks
+from dml_bench.constraints import GENERATORS, Constraints, generate, knn_triplets
 from dml_bench.datasets import load_dataset
 from dml_bench.preprocess import Preprocessing
 from dml_bench.splits import derive_seed, train_test_split_indices
@@ -203,3 +210,98 @@ def test_runner_constraints_use_training_part_only(dataset):
         expected = knn_triplets((X[train] - mean) / std, y[train], k=3)
         assert as_set(c.triplets) == as_set(expected.triplets)
         assert c_time >= 0
+
+
+# --------------------------------------------------------------------------- disk cache
+COUNTED = """
+from dml_bench.constraints import knn_triplets
+
+CALLS = []
+
+
+def counted(X, y, k=3):
+    CALLS.append(len(y))
+    return knn_triplets(X, y, k)
+"""
+
+
+def _counted_generator(tmp_path, monkeypatch, source=COUNTED):
+    """A generator in its own module file (so its source can change), registered as 'counted',
+    that records each computation."""
+    (tmp_path / "counted_gen.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.reload(sys.modules["counted_gen"]) if "counted_gen" in sys.modules \
+        else importlib.import_module("counted_gen")
+    monkeypatch.setitem(GENERATORS._items, "counted", module.counted)
+    return module
+
+
+def _wine():
+    X, y, _ = load_dataset("wine")
+    return (X - X.mean(axis=0)) / X.std(axis=0), y
+
+
+def _same(a: Constraints, b: Constraints) -> bool:
+    return all(np.array_equal(getattr(a, f), getattr(b, f))
+               for f in ("similar", "dissimilar", "triplets"))
+
+
+def test_stored_constraints_equal_a_fresh_computation_and_keep_its_seconds(tmp_path, monkeypatch):
+    gen = _counted_generator(tmp_path, monkeypatch)
+    X, y = _wine()
+    first, seconds = generate("counted", X, y, {"k": 3}, tmp_path / "store")
+    again, seconds_again = generate("counted", X.copy(), y.copy(), {"k": 3}, tmp_path / "store")
+    assert gen.CALLS == [len(y)]  # the second call read the disk
+    assert _same(first, knn_triplets(X, y, 3)) and _same(again, first)
+    assert seconds_again == seconds > 0  # the original computation's time, not the load's
+
+
+def test_other_data_or_parameters_are_computed_not_read(tmp_path, monkeypatch):
+    gen = _counted_generator(tmp_path, monkeypatch)
+    X, y = _wine()
+    generate("counted", X, y, {"k": 3}, tmp_path / "store")
+    other = X.copy()
+    other[0, 0] += 1e-9
+    moved, _ = generate("counted", other, y, {"k": 3}, tmp_path / "store")
+    fewer, _ = generate("counted", X, y, {"k": 2}, tmp_path / "store")
+    assert len(gen.CALLS) == 3
+    assert _same(moved, knn_triplets(other, y, 3)) and _same(fewer, knn_triplets(X, y, 2))
+
+
+def test_a_changed_generator_source_is_computed_not_read(tmp_path, monkeypatch):
+    _counted_generator(tmp_path, monkeypatch)
+    X, y = _wine()
+    generate("counted", X, y, {"k": 3}, tmp_path / "store")
+    # the generator's module changes (here: it keeps only the first target of each point)
+    edited = COUNTED.replace("return knn_triplets(X, y, k)", textwrap.dedent("""\
+        c = knn_triplets(X, y, k)
+            return type(c)(c.similar[::k], c.dissimilar[::k], c.triplets[::k * k])"""))
+    gen = _counted_generator(tmp_path, monkeypatch, edited)
+    changed, _ = generate("counted", X, y, {"k": 3}, tmp_path / "store")
+    assert gen.CALLS == [len(y)] and len(changed.triplets) == len(y)
+
+
+def test_an_unusable_cache_costs_only_time(tmp_path, monkeypatch):
+    gen = _counted_generator(tmp_path, monkeypatch)
+    X, y = _wine()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got, _ = generate("counted", X, y, {"k": 3}, blocker)
+    assert _same(got, knn_triplets(X, y, 3)) and gen.CALLS == [len(y)]
+    assert [str(w.message).split(" (")[0] for w in caught] == [f"constraint cache {blocker} not used"]
+
+
+def test_a_new_worker_loads_a_folds_constraints_from_the_dataset_cache(tmp_cache):
+    """What a loky worker restarted after its first task (memory growth) or a second board
+    sees: an empty in-process cache and the constraints on disk."""
+    exp = parse_config({"name": "store", "datasets": [{"name": "wine", "normalize": "zscore"}],
+                        "split": {"n_splits": 1}, "solvers": [{"name": "euclidean"}]})
+    task = plan(exp, check_data=lambda name: None)[0][0]
+    tasks._prepare_split.cache_clear()
+    *_, c, seconds, _ = prepare_split(task)
+    tasks._prepare_split.cache_clear()
+    *_, c_again, seconds_again, _ = prepare_split(task)
+    assert _same(c_again, c) and seconds_again == seconds
+    assert len(list((tmp_cache / "constraints").rglob("output.pkl"))) == 1
