@@ -12,16 +12,17 @@ thread, the solver built as the runner builds it). The task runs in a child proc
 stopped once its fit has run for the budget.
 
 One row per fit, appended to ``results/leaderboard_diagnosis/budget_recheck.csv`` (fits already
-there are skipped, so it resumes): ``prep_seconds`` (the task's preparation in the
-child), ``fit_seconds`` (empty when stopped), ``over_budget`` (the fit reached the budget),
+there are skipped, so it resumes): ``prep_seconds`` (the task's preparation in the child),
+``fit_seconds`` (empty when stopped), ``over_budget`` (the fit reached the budget),
 ``measured_at`` and the fit's identity. A wall-clock budget depends on the machine's speed of
 the day: time a fit of the board's record beside the recheck (``--split``, ``--fold``,
-``--params``; e.g. GD's MNIST fit below, 392 s on the board) and set the two side by side. Cells default to every ``over_budget`` mark of ``results/leaderboard/
-cells.csv`` that was measured (not "estimated") on the data sets given.
+``--params``; e.g. the second example below, a GD fit that took 392 s on the board) and set the
+two side by side. Cells default to every ``over_budget`` mark of
+``results/leaderboard/cells.csv`` that was measured (not "estimated") on the data sets given.
 
     DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/budget_recheck.py mnist
-    python benchmarks/budget_recheck.py mnist --labels gd --split 7 --fold 3/3 \\
-        --params '{"lam": 1.0, "step": 0.1}'
+    python benchmarks/budget_recheck.py mnist --labels gd --split 7 --fold 2/3 \\
+        --params '{"lam": 1.0, "step": 0.1}' --budget 1200
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def main() -> None:
     parser.add_argument("--split", type=int, default=0)
     parser.add_argument("--fold", help="a tuning fold, e.g. 3/3 (default: the first)")
     parser.add_argument("--params", type=json.loads,
-                        help='a grid point, e.g. \'{"lam": 1.0, "step": 0.1}\' (default: the first)')
+                        help="a grid point as JSON, e.g. '{\"lam\": 1.0}' (default: the first)")
     args = parser.parse_args()
     board = load_board(args.config)
     budget = args.budget or board.budget
