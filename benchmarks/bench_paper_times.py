@@ -41,13 +41,14 @@ import pandas as pd
 from filelock import FileLock
 from threadpoolctl import threadpool_limits
 
+from dml_bench.execution import cpu_model
 from dml_bench.papers import PaperTable, list_paper_tables, load_paper_table
 from dml_bench.registry import UnknownNameError
 from dml_bench.results import RunStore
 from dml_bench.reproduction import availability, experiment_of, load_targets
 from dml_bench.solvers import SOLVERS
 from dml_bench.tasks import Task, all_tasks, fit_task_solver, prepare_split
-from hardware_floor import (cpu_model, dml_eig_work, floor_seconds, gemm_rate,  # benchmarks/
+from hardware_floor import (dml_eig_work, floor_seconds, gemm_rate,  # benchmarks/
                             memory_bandwidth, script_status)
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -37,7 +37,7 @@ from pathlib import Path
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from dml_bench.execution import utc_now
+from dml_bench.execution import cpu_model, utc_now
 from dml_bench.leaderboard import load_board
 from dml_bench.tasks import all_tasks, fit_task_solver, prepare_split
 from dml_bench.tuning import TuneTask, tune_tasks
@@ -128,8 +128,12 @@ def main() -> None:
                "params": json.dumps(dict(fit.point)) if tuning else ""}
         if tuple(str(row[k]) for k in KEY) in done_fits:
             continue
-        row.update(budget=budget, **time_fit(fit, budget), measured_at=utc_now())
-        pd.DataFrame([row]).to_csv(OUT, mode="a", header=not OUT.exists(), index=False)
+        row.update(budget=budget, **time_fit(fit, budget), cpu_model=cpu_model(),
+                   measured_at=utc_now())
+        log = pd.DataFrame([row])  # rewritten whole: a log from before a new column gets it empty
+        if OUT.exists():
+            log = pd.concat([pd.read_csv(OUT, dtype=str, keep_default_na=False), log])
+        log.to_csv(OUT, index=False)
         took = "over the budget" if row["over_budget"] else f"{row['fit_seconds']:.0f} s"
         print(f"{dataset} × {label}: preparation {row['prep_seconds']:.0f} s, fit {took}",
               flush=True)

@@ -72,6 +72,7 @@ from threadpoolctl import threadpool_limits
 
 from dml_bench.config import load_config
 from dml_bench.errors import DMLBenchError
+from dml_bench.execution import cpu_model
 from dml_bench.results import RunStore
 from dml_bench.solvers import frobmetric, lowrank_sgd
 from dml_bench.solvers.linalg import DENSE_EIGH_MAX_DIM, triplet_pairs, uses_pair_laplacian
@@ -145,17 +146,6 @@ def _best(fn, repeats: int) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return min(times)
-
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``), else ``platform.processor()``."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 # ------------------------------------------------------------------------------------------

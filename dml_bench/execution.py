@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import platform
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -72,6 +73,21 @@ def failure_row(task, exc: BaseException) -> dict:
 def utc_now() -> str:
     """The time now, UTC, ISO 8601 to the second (a row's ``finished_at``)."""
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def cpu_model() -> str:
+    """The model name of the CPU the rows are measured on (``/proc/cpuinfo``, else
+    ``platform.processor()``): a wall-clock ``fit_time``, and a budget verdict drawn from it, hold
+    for that host only (hosts of one nominal size differ by a factor of 2 on the same fit, in
+    either direction by workload: ``results/leaderboard_diagnosis/hosts.md``)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
 
 
 def group_skipped(skipped: list, datasets: list[str]) -> dict[str, list[str]]:

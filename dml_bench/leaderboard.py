@@ -387,7 +387,8 @@ def _cell(row: dict) -> tuple:
 def _fit_over_budget(rows: list[dict], cells: list, budget: float) -> tuple[int, str] | None:
     """The index in ``cells`` and the reason of the first of ``rows`` (landed fits, with their
     ``dataset``, ``label`` and ``fit_time``) that is a fit of one of ``cells`` over ``budget``
-    seconds, or None. Rows of other cells (a concurrent run's) are not this watch's."""
+    seconds, or None. Rows of other cells (a concurrent run's) are not this watch's. The reason
+    names the fit's host (``cpu_model``) where the row records it: a verdict holds for that host."""
     for row in rows:
         cell = _cell(row)
         try:
@@ -395,7 +396,8 @@ def _fit_over_budget(rows: list[dict], cells: list, budget: float) -> tuple[int,
         except ValueError:  # not a whole row of the log (it was rewritten under the watch)
             continue
         if cell in cells and seconds > budget:
-            return cells.index(cell), f"{OVER_BUDGET.format(budget)} ({seconds:.0f} s)"
+            host = f" on {row['cpu_model']}" if row.get("cpu_model") else ""
+            return cells.index(cell), f"{OVER_BUDGET.format(budget)} ({seconds:.0f} s{host})"
     return None
 
 

@@ -34,11 +34,12 @@ RUN_COLUMNS = [
     "n_dissimilar", "n_triplets", "knn_k", "tie_break", "error", "fit_time", "fit_cpu_time",
     "constraint_time", "n_iter", "objective", "converged", "optimality", "optimality_measure",
     "n_nonzero_eigenvalues", "n_features_90_energy", "tuned_params", "tuning_error",
-    "tuning_time", "blas_threads", "n_jobs", "timing_mode", "dmlbench_version", "finished_at",
+    "tuning_time", "blas_threads", "n_jobs", "timing_mode", "dmlbench_version", "cpu_model",
+    "finished_at",
 ]
 #: ``tuning.csv``: one row per (task, grid point, fold) fit of a ``tune:`` block
 TUNE_COLUMNS = ["task_id", "outer_task_id", "experiment", "dataset", "split", "label", "fold",
-                "params", "error", "fit_time", "n_fit", "n_eval", "finished_at"]
+                "params", "error", "fit_time", "n_fit", "n_eval", "cpu_model", "finished_at"]
 #: ``errors.csv``: one row per failed attempt; ``message`` is the exception's one line, ``where``
 #: the last frames of its traceback
 ERROR_COLUMNS = ["task_id", "experiment", "dataset", "split", "label", "error_type", "message",

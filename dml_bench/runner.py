@@ -23,8 +23,8 @@ from threadpoolctl import threadpool_limits
 from . import __version__
 from .config import Experiment
 from .evaluate import model_error, spectrum_counts
-from .execution import (BLAS_THREADS, RunSummary, check_labels, execution_backend, failure_row,
-                        group_skipped, land_rows, set_aside_stale, utc_now)
+from .execution import (BLAS_THREADS, RunSummary, check_labels, cpu_model, execution_backend,
+                        failure_row, group_skipped, land_rows, set_aside_stale, utc_now)
 from .results import TUNE_COLUMNS, RunStore, TaskClaims
 from .tasks import Task, all_tasks, fit_task_solver, plan, prepare_split
 from .tuning import TuningIncomplete, run_tune_task, tune_tasks, with_choice
@@ -65,7 +65,7 @@ def run_task(task: Task, blas_threads: int = BLAS_THREADS, n_jobs: int = 1,
         "tuning_error": task.tuning_error, "tuning_time": task.tuning_time,
         "blas_threads": blas_threads,
         "n_jobs": n_jobs, "timing_mode": timing_mode, "dmlbench_version": __version__,
-        "finished_at": utc_now(),
+        "cpu_model": cpu_model(), "finished_at": utc_now(),
         **({"_trace": getattr(solver, "trace_", {})} if task.save_traces else {}),
     }
 

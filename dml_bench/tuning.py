@@ -23,7 +23,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from .evaluate import model_error
-from .execution import failure_row, utc_now
+from .execution import cpu_model, failure_row, utc_now
 from .tasks import prepare_split
 
 
@@ -77,7 +77,8 @@ def run_tune_task(tt: TuneTask, blas_threads: int = 1) -> dict:
     return {"task_id": tt.task_id, "outer_task_id": task.task_id, "experiment": task.experiment,
             "dataset": task.dataset.label, "split": task.split, "label": task.solver.label,
             "fold": tt.fold_name, "params": _params_json(tt.point), "error": error,
-            "fit_time": wall, "n_fit": len(y_fit), "n_eval": len(y_eval), "finished_at": utc_now()}
+            "fit_time": wall, "n_fit": len(y_fit), "n_eval": len(y_eval), "cpu_model": cpu_model(),
+            "finished_at": utc_now()}
 
 
 class TuningIncomplete(RuntimeError):

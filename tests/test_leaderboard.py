@@ -515,6 +515,8 @@ def test_a_landed_fit_over_the_budget_marks_its_cell():
     index, reason = _fit_over_budget(rows, cells, 600)
     assert index == 1
     assert reason == "a fit ran over the 600 s budget (612 s)"
+    rows[-1]["cpu_model"] = "AMD EPYC"  # a row of this version names its host
+    assert _fit_over_budget(rows, cells, 600)[1] == "a fit ran over the 600 s budget (612 s on AMD EPYC)"
 
 
 def test_a_complete_cell_marked_over_budget_shows_as_over_budget(small_board, tmp_path):

@@ -81,6 +81,10 @@ def test_n_jobs_do_not_change_results(tmp_path):
     r1, r2 = runs_of(tmp_path / "j1"), runs_of(tmp_path / "j2")
     assert list(r1.columns) == RUN_COLUMNS
     assert set(r1["n_jobs"]) == {1} and set(r2["n_jobs"]) == {2}
+    # every row names the CPU its fit_time was measured on, as the kernel lists it
+    assert r1["cpu_model"].nunique() == 1 and r1["cpu_model"].iloc[0]
+    if Path("/proc/cpuinfo").exists():
+        assert f": {r1['cpu_model'].iloc[0]}\n" in Path("/proc/cpuinfo").read_text()
     pd.testing.assert_frame_equal(comparable(r1), comparable(r2), check_exact=True)
     assert sorted(r1["task_id"]) == sorted(planned_ids(exp))
     # sizes worked out by hand: wine 42 + 50 + 34 = 126 training points, iris 3 × 35 = 105;

@@ -126,6 +126,7 @@ def test_runner_chooses_the_lowest_held_out_error_and_records_it(spy, tmp_path):
     assert summary.failed == 0 and summary.ran == 4
     tuning = pd.read_csv(tmp_path / "tuned" / "tuning.csv", dtype={"task_id": str})
     assert len(tuning) == 2 * 2 * 3  # splits × grid points × folds
+    assert tuning["cpu_model"].nunique() == 1  # the host of the fit times, on every row
     runs = pd.read_csv(tmp_path / "tuned" / "runs.csv", dtype={"task_id": str})
     spy_rows = runs[runs.solver == "spy"]
     for _, row in spy_rows.iterrows():
