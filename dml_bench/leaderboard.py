@@ -568,7 +568,8 @@ def board_table(board: Board, board_dir: Path, mirror=None, cache_dir=None) -> p
     for (d, s), ids in cells.items():
         have = [i for i in ids if i in by_id.index]
         row = {"dataset": d, "method": s, "n_splits": len(ids), "n_done": len(have),
-               "error": np.nan, "error_std": np.nan, "fit_time": np.nan, "reason": ""}
+               "error": np.nan, "error_std": np.nan, "fit_time": np.nan, "hosts": "",
+               "reason": ""}
         over = (d, s) in marks.index and marks.loc[(d, s), "status"] == "over_budget" \
             and float(marks.loc[(d, s), "budget_seconds"]) >= board.budget
         if d in no_data:
@@ -579,9 +580,11 @@ def board_table(board: Board, board_dir: Path, mirror=None, cache_dir=None) -> p
             errors = by_id.loc[have, "error"].astype(float) * 100
             # rounded far below one test point, so that equal error counts summed in another
             # order tie exactly in the ranks
+            hosts = by_id.loc[have].get("cpu_model", pd.Series(dtype=str)).dropna().astype(str)
             row.update(status="complete", error=round(errors.mean(), 9),
                        error_std=errors.std(ddof=1),
-                       fit_time=by_id.loc[have, "fit_time"].astype(float).mean())
+                       fit_time=by_id.loc[have, "fit_time"].astype(float).mean(),
+                       hosts="; ".join(sorted(set(hosts) - {""})))
         elif (d, s) in marks.index:
             row.update(status=marks.loc[(d, s), "status"], reason=marks.loc[(d, s), "reason"])
         else:
@@ -700,6 +703,16 @@ def write_board_report(board: Board, board_dir: Path, mirror=None, cache_dir=Non
     put(PAGE, render_html(markdown).replace("dml-bench reproduction</title>",
                                             "dml-bench leaderboard</title>"))
     return paths
+
+
+def _hosts_sentence(table: pd.DataFrame) -> str:
+    """Which CPUs the complete cells' final fits ran on: a time holds for its host only."""
+    complete = table[table["status"] == "complete"]
+    counts = complete["hosts"].replace("", "not recorded").value_counts()
+    listed = ", ".join(f"{host} ({n} cells)" for host, n in counts.items())
+    return (f"The final fits ran on: {listed}; hosts of one nominal size differ by up to a factor "
+            "of 2 on the same fit, in either direction by workload "
+            "(`results/leaderboard_diagnosis/hosts.md`).")
 
 
 def _rank_table(st: Statistics) -> pd.DataFrame:
@@ -848,7 +861,7 @@ def _markdown(board: Board, st: Statistics, board_dir: Path, alpha: float,
     lines += ["", "## Time against rank", "",
               "Geometric mean of the final-fit time over the ranked data sets where the method "
               "ran, against its mean rank; red: the Pareto front (no method both faster and "
-              "better ranked). Data: `time_error.csv`.", ""]
+              "better ranked). Data: `time_error.csv`. " + _hosts_sentence(st.table), ""]
     if st.time_error["fit_time"].notna().any():
         lines += ["![time against rank](figures/time_error.png)", ""]
     lines += ["## Pairwise", "",

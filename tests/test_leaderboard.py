@@ -178,6 +178,9 @@ def test_quick_board_runs_resumes_and_writes_its_statistics(tmp_path):
                  "figures/cd_diagram.png", "figures/time_error.png", "leaderboard.html"):
         assert (board / name).stat().st_size > 0
     assert "../REPRODUCTION.html" in (board / "leaderboard.html").read_text()
+    # the times' host: every one of the 15 cells ran here, and the page says on which CPU
+    host = runs["cpu_model"].iloc[0]
+    assert f"The final fits ran on: {host} (15 cells);" in (board / "LEADERBOARD.md").read_text()
 
 
 @pytest.fixture
