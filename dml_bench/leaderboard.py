@@ -709,7 +709,7 @@ def _hosts_sentence(table: pd.DataFrame) -> str:
     """Which CPUs the complete cells' final fits ran on: a time holds for its host only."""
     complete = table[table["status"] == "complete"]
     counts = complete["hosts"].replace("", "not recorded").value_counts()
-    listed = ", ".join(f"{host} ({n} cells)" for host, n in counts.items())
+    listed = ", ".join(f"{host} ({n} cell{'s' * (n != 1)})" for host, n in counts.items())
     return (f"The final fits ran on: {listed}; hosts of one nominal size differ by up to a factor "
             "of 2 on the same fit, in either direction by workload "
             "(`results/leaderboard_diagnosis/hosts.md`).")

@@ -187,6 +187,16 @@ def test_quick_board_runs_resumes_and_writes_its_statistics(tmp_path):
     assert f"The final fits ran on: {host} (15 cells);" in (board / "LEADERBOARD.md").read_text()
 
 
+def test_the_hosts_sentence_counts_complete_cells_per_cpu_in_words():
+    """One cell is "1 cell"; cells that did not complete name no host; an empty host is "not
+    recorded" (rows from before ``cpu_model`` was logged)."""
+    from dml_bench.leaderboard import _hosts_sentence
+    table = pd.DataFrame({"status": ["complete"] * 4 + ["over_budget"],
+                          "hosts": ["", "", "", "CPU B", "CPU C"]})
+    assert _hosts_sentence(table).startswith("The final fits ran on: not recorded (3 cells), "
+                                             "CPU B (1 cell);")
+
+
 @pytest.fixture
 def small_board(tmp_path):
     """A two-set board whose memory rule leaves DML-eig unable to run (any d×d exceeds it)."""
