@@ -73,6 +73,8 @@ def test_pair_outer_sum_of_sparse_weights_is_the_explicit_sum(n_pairs, n_nonzero
                                    atol=1e-10)
     w = rng.normal(size=n_pairs)                   # then every weight nonzero, same operator
     np.testing.assert_allclose(outer_sum(w), explicit_sum(X, pairs, w), rtol=1e-10, atol=1e-10)
+    w[rng.random(n_pairs) < 0.8] = 0.0             # and sparse again: no row of a call before
+    np.testing.assert_allclose(outer_sum(w), explicit_sum(X, pairs, w), rtol=1e-10, atol=1e-10)
 
 
 @pytest.mark.parametrize("expected", [None, 2, 15, 150])  # 15 ≤ 0.1 d < 150: both drivers

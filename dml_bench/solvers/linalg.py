@@ -413,19 +413,23 @@ class PairOuterSum:
     with the weighted graph Laplacian ``L_w = Σ_p w_p (e_a − e_b)(e_a − e_b)ᵀ`` and ``X̄`` the
     centred points (``L_w 1 = 0``, so centring changes nothing but the round-off): one pass over
     the pairs and one n×d×d GEMM instead of an n_pairs×d×d GEMM (5× fewer flops for
-    ``knn_triplets``' pairs). The pass (:func:`_laplacian_product`) forms row i of ``L_w X̄`` as
-    ``Σ_p w_p (x̄_i − x̄_j)`` over the pairs ``p = {i, j}`` at i, from the points' incidence lists,
-    built here once. It replaced scipy's CSR product with the Laplacian, whose values had to be
-    written per call: a call is 0.9–1.6× as fast on the real pairs of five timing rows, most
-    where d is small (letter, d = 16), as the n×d×d GEMM dominates from d ≈ 60
-    (``benchmarks/bench_pair_distances.py``, ``results/bench/pair_outer_sum.csv``).
+    ``knn_triplets``' pairs). The pass (:func:`_packed_laplacian_product`) forms row i of
+    ``L_w X̄`` as ``Σ_p w_p (x̄_i − x̄_j)`` over the pairs ``p = {i, j}`` at i, from the points'
+    incidence lists, built here once. It replaced scipy's CSR product with the Laplacian, whose
+    values had to be written per call: a call is 0.9–1.6× as fast on the real pairs of five
+    timing rows, most where d is small (letter, d = 16), as the n×d×d GEMM dominates from
+    d ≈ 60 (``benchmarks/bench_pair_distances.py``, ``results/bench/pair_outer_sum.csv``).
 
     Pairs of weight zero cost nothing: only the difference rows of nonzero weight, or the points
     that a pair of nonzero weight touches (the other rows of ``L_w X̄`` are zero), enter the GEMM.
     A hinge loss's gradient is that sparse: after 10 or 40 GD iterations on the board's MNIST
     split 0, 19 % of the pairs have a nonzero weight and they reach 51 % of the points; a call
-    takes 0.94 s against 2.2 s over every row (``benchmarks/bench_pair_distances.py --part
-    sparse_outer_sums``, ``results/bench/pair_outer_sum_sparse.csv``).
+    takes 0.55 s against 1.33 s for the CSR product over every row (``benchmarks/
+    bench_pair_distances.py --part sparse_outer_sums``, ``results/bench/pair_outer_sum_sparse.csv``;
+    an Intel Xeon, one thread), four fifths of it in the GEMM at 61 GFLOP/s. The pass writes the
+    nonzero rows packed, and the GEMM takes the points at those rows gathered, both into buffers
+    kept across calls: gathering into fresh arrays, as before, cost a call 0.1–0.2 s more there
+    (page faults of two 100 MB arrays; ``results/leaderboard_diagnosis/hosts.md``).
 
     Attributes
     ----------
@@ -446,8 +450,9 @@ class PairOuterSum:
         self._start = np.concatenate([[0], np.cumsum(np.bincount(ends, minlength=n))])
         self._other = pairs[:, ::-1].T.ravel()[order]  # the pair's other point
         self._pair = order % n_pairs
-        self._LX = np.empty_like(self.X)  # L_w X̄, rewritten by every call
-        self._touched = np.empty(n, dtype=bool)  # rows of L_w X̄ a nonzero weight reaches
+        self._LX = np.empty_like(self.X)  # the nonzero rows of L_w X̄, packed; rewritten by a call
+        self._rows = np.empty(n, dtype=np.intp)  # the points those rows belong to
+        self._X_rows = None  # X̄ at those points: a buffer made at the first call that needs it
 
     def __call__(self, w: np.ndarray) -> np.ndarray:
         w = np.asarray(w, dtype=float)
@@ -457,30 +462,39 @@ class PairOuterSum:
                 return weighted_outer_sum(self._D, w)
             return weighted_outer_sum(self._D[nonzero], w[nonzero])
         w = w.astype(self.X.dtype, copy=False)  # in X's precision, as the products
-        LX = _laplacian_product(self.X, self._start, self._other, self._pair, w, self._LX,
-                                self._touched)
-        rows = np.flatnonzero(self._touched)
-        if len(rows) == len(self.X):
-            return self.X.T @ LX
-        return self.X[rows].T @ LX[rows]
+        m = _packed_laplacian_product(self.X, self._start, self._other, self._pair, w, self._LX,
+                                      self._rows)
+        if m == len(self.X):  # every row: packed is L_w X̄ itself
+            return self.X.T @ self._LX
+        if self._X_rows is None:
+            self._X_rows = np.empty_like(self.X)
+        # into the kept buffer ("clip": unbuffered; the rows are valid indices)
+        X_rows = np.take(self.X, self._rows[:m], axis=0, out=self._X_rows[:m], mode="clip")
+        return X_rows.T @ self._LX[:m]
 
 
 @njit(**JIT_OPTIONS)
-def _laplacian_product(X, start, other, pair, w, out, touched):
-    """``out = L_w X``: row i is ``Σ_e w[pair[e]] (x_i − x_{other[e]})`` over the incidences
-    ``e`` of point i, ``start[i] ≤ e < start[i + 1]`` (:class:`PairOuterSum`); ``touched[i]``:
-    some incidence of i has a nonzero weight (else row i is zero). Returns ``out``."""
+def _packed_laplacian_product(X, start, other, pair, w, out, rows):
+    """The nonzero rows of ``L_w X``, packed: for the points i that some incidence of nonzero
+    weight reaches, in increasing order, ``out[r] = Σ_e w[pair[e]] (x_i − x_{other[e]})`` over
+    the incidences ``e`` of i, ``start[i] ≤ e < start[i + 1]``, and ``rows[r] = i``
+    (:class:`PairOuterSum`). Returns their number; the other rows of ``L_w X`` are zero."""
+    m = 0
     for i in range(X.shape[0]):
-        out[i] = 0.0
-        touched[i] = False
+        reached = False
         for e in range(start[i], start[i + 1]):
             j, w_e = other[e], w[pair[e]]
             if w_e == 0.0:
                 continue
-            touched[i] = True
+            if not reached:
+                reached = True
+                out[m] = 0.0
             for k in range(X.shape[1]):
-                out[i, k] += w_e * (X[i, k] - X[j, k])
-    return out
+                out[m, k] += w_e * (X[i, k] - X[j, k])
+        if reached:
+            rows[m] = i
+            m += 1
+    return m
 
 
 def pair_sq_distances(Z: np.ndarray, pairs: np.ndarray) -> np.ndarray:
