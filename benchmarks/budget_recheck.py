@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from filelock import FileLock
 from threadpoolctl import threadpool_limits
 
 from dml_bench.execution import cpu_model, utc_now
@@ -130,10 +131,11 @@ def main() -> None:
             continue
         row.update(budget=budget, **time_fit(fit, budget), cpu_model=cpu_model(),
                    measured_at=utc_now())
-        log = pd.DataFrame([row])  # rewritten whole: a log from before a new column gets it empty
-        if OUT.exists():
-            log = pd.concat([pd.read_csv(OUT, dtype=str, keep_default_na=False), log])
-        log.to_csv(OUT, index=False)
+        with FileLock(str(OUT) + ".lock"):  # two rechecks on disjoint cells lose no row
+            log = pd.DataFrame([row])  # rewritten whole: a log from before a new column gets it
+            if OUT.exists():           # empty
+                log = pd.concat([pd.read_csv(OUT, dtype=str, keep_default_na=False), log])
+            log.to_csv(OUT, index=False)
         took = "over the budget" if row["over_budget"] else f"{row['fit_seconds']:.0f} s"
         print(f"{dataset} × {label}: preparation {row['prep_seconds']:.0f} s, fit {took}",
               flush=True)
