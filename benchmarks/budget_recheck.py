@@ -131,9 +131,11 @@ def main() -> None:
             continue
         row.update(budget=budget, **time_fit(fit, budget), cpu_model=cpu_model(),
                    measured_at=utc_now())
-        with FileLock(str(OUT) + ".lock"):  # two rechecks on disjoint cells lose no row
-            log = pd.DataFrame([row])  # rewritten whole: a log from before a new column gets it
-            if OUT.exists():           # empty
+        # rewritten whole (a log from before a new column gets it empty), under a lock so that
+        # two rechecks on disjoint cells lose no row
+        with FileLock(str(OUT) + ".lock"):
+            log = pd.DataFrame([row])
+            if OUT.exists():
                 log = pd.concat([pd.read_csv(OUT, dtype=str, keep_default_na=False), log])
             log.to_csv(OUT, index=False)
         took = "over the budget" if row["over_budget"] else f"{row['fit_seconds']:.0f} s"
