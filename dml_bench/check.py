@@ -14,6 +14,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from .report import read_runs, summarize
+from .safe_write import write_csv
 from .tables import FLOAT_SLACK
 
 BASELINE_COLUMNS = ["dataset", "label", "error_mean", "error_std", "error_n", "n_test_mean"]
@@ -112,7 +113,8 @@ def write_baseline(results_dir: Path | str, out_csv: Path | str) -> Path:
     results_dir : path-like
         ``results/<name>/`` holding ``runs.csv``.
     out_csv : path-like
-        Where to write the baseline (parent directories are created).
+        Where to write the baseline (parent directories are created). The file is replaced
+        whole (:func:`dml_bench.safe_write.write_csv`); if it is a symlink, its target is.
 
     Returns
     -------
@@ -121,5 +123,6 @@ def write_baseline(results_dir: Path | str, out_csv: Path | str) -> Path:
     """
     out_csv = Path(out_csv)
     out_csv.parent.mkdir(parents=True, exist_ok=True)
-    summarize(read_runs(results_dir))[BASELINE_COLUMNS].to_csv(out_csv, index=False)
+    baseline = summarize(read_runs(results_dir))[BASELINE_COLUMNS]
+    write_csv(out_csv.resolve(), baseline, index=False)  # the file named, a link's target included
     return out_csv

@@ -43,6 +43,34 @@ def _exit_on_sigterm():
     signal.signal(signal.SIGTERM, terminate)
 
 
+_FORCE_SUPERSEDE = ("--force and --supersede contradict each other: --force recomputes every "
+                    "task, --supersede keeps the finished ones (both move the rows of tasks the "
+                    "config no longer has aside); give one")
+
+
+def _check_jobs(n_jobs: int | None) -> None:
+    """Refuse ``-j`` values that are no number of workers (``-1`` is all cores)."""
+    if n_jobs is not None and n_jobs < 1 and n_jobs != -1:
+        _fail(f"-j {n_jobs}: must be a positive number of workers or -1 (all cores)")
+
+
+def _check_run_options(exp, *, n_jobs, backend, scheduler, timing, force, supersede) -> None:
+    """Refuse contradictory options of ``run``, in one line, before any work: ``--force`` with
+    ``--supersede``, ``--scheduler`` without the dask backend, timing mode (``--timing`` or the
+    config's ``execution.timing``) with ``-j`` other than 1 or ``--backend dask``."""
+    if force and supersede:
+        _fail(_FORCE_SUPERSEDE)
+    if scheduler and exp.backend != "dask":
+        _fail(f"--scheduler {scheduler} needs --backend dask (the config's backend is "
+              f"{exp.backend})")
+    if exp.timing and n_jobs not in (None, 1):
+        _fail(f"--timing runs one task at a time so that fit times compare: it cannot be "
+              f"combined with -j {n_jobs}")
+    if exp.timing and backend == "dask":
+        _fail("--timing runs one task at a time in this process so that fit times compare: it "
+              "cannot be combined with --backend dask")
+
+
 def _load(config_path: str, **overrides):
     from .config import load_config
 
@@ -70,7 +98,7 @@ class _OneLineErrors(click.Group):
             if isinstance(exc, DMLBenchError):
                 _fail(" ".join(str(exc).split()))
             where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-            _fail(f"{where}{exc.strerror or exc}", code=1)
+            _fail(" ".join(f"{where}{exc.strerror or exc}".split()), code=1)
         if _TERMINATED:  # a SIGTERM whose SystemExit was dropped (see _exit_on_sigterm)
             sys.exit(128 + _TERMINATED[0])
         return out
@@ -83,8 +111,12 @@ class _OneLineErrors(click.Group):
                    "(env DMLBENCH_DATA_MIRROR).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), envvar="DMLBENCH_CACHE",
               help="Where fetched datasets are stored (env DMLBENCH_CACHE; default ./datasets).")
+@click.option("--allow-plugins", is_flag=True,
+              help="Import the plug-ins a config names (entry points, module:Class references): "
+                   "they run code. Without it only a plugins: list in the user settings file, or "
+                   "env DMLBENCH_ALLOW_PLUGINS=1, allows them.")
 @click.pass_context
-def main(ctx, data_mirror, cache_dir):
+def main(ctx, data_mirror, cache_dir, allow_plugins):
     """Reproduce, compare and extend Mahalanobis distance-metric-learning results.
 
     A YAML config names datasets, a constraint generator and solvers; `dmlbench run` runs
@@ -95,6 +127,8 @@ def main(ctx, data_mirror, cache_dir):
     for var, value in (("DMLBENCH_DATA_MIRROR", data_mirror), ("DMLBENCH_CACHE", cache_dir)):
         if value:
             os.environ[var] = str(Path(value).resolve())
+    if allow_plugins:  # the user's consent, exported to worker processes (dml_bench.settings)
+        os.environ["DMLBENCH_ALLOW_PLUGINS"] = "1"
     ctx.obj = {"mirror": os.environ.get("DMLBENCH_DATA_MIRROR"),
                "cache_dir": os.environ.get("DMLBENCH_CACHE")}
 
@@ -126,14 +160,20 @@ def run(obj, config, n_jobs, backend, scheduler, timing, force, supersede, resul
 
     Finished tasks are appended to RESULTS_DIR/<name>/runs.csv one by one, so an interrupted run
     resumes where it stopped when the same command is given again. Runs started together on the
-    same folder share the tasks: each runs once.
+    same folder share the tasks: each runs once. Contradictory options (-j 0, --scheduler
+    without --backend dask, --timing with -j > 1 or dask, --force with --supersede) are refused
+    before any work; a run stopped by a full disk or a lost dask scheduler says how many rows it
+    saved (exit 1).
     """
     from .report import write_report
     from .tables import ReportError
     from .runner import run_experiment
 
     _exit_on_sigterm()
+    _check_jobs(n_jobs)
     exp = _load(config, n_jobs=n_jobs, backend=backend, scheduler=scheduler, timing=timing)
+    _check_run_options(exp, n_jobs=n_jobs, backend=backend, scheduler=scheduler, timing=timing,
+                       force=force, supersede=supersede)
     summary = run_experiment(exp, results_dir, mirror=obj["mirror"], cache_dir=obj["cache_dir"],
                              force=force, progress=task_progress(exp.name),
                              echo=lambda m: click.echo(m, err=True), datasets=datasets,
@@ -224,6 +264,9 @@ def reproduce(obj, targets, all_targets, quick, precise, check_baseline, n_jobs,
     from .reproduction import TargetUnavailable, load_targets, reproduce as run_target
 
     _exit_on_sigterm()
+    _check_jobs(n_jobs)
+    if force and supersede:
+        _fail(_FORCE_SUPERSEDE)
     registry = load_targets()
     if all_targets:
         targets = [t.id for t in registry.values() if not t.same_runs
@@ -314,9 +357,11 @@ def leaderboard(obj, quick, config_path, datasets, solvers, n_jobs, backend, sch
     marked cannot run. Writes ranks, Friedman/Nemenyi, pairwise Wilcoxon, the critical-difference
     diagram, the time–rank plot and leaderboard.html into RESULTS_DIR/<board name>.
     """
+    from .execution import check_labels
     from .leaderboard import compact_tuning_log, load_board, run_board, write_board_report
 
     _exit_on_sigterm()
+    _check_jobs(n_jobs)
     config_path = config_path or f"configs/leaderboard{'_quick' if quick else ''}.yaml"
     board = load_board(config_path)
     board = replace(board, budget=budget or board.budget,
@@ -326,6 +371,7 @@ def leaderboard(obj, quick, config_path, datasets, solvers, n_jobs, backend, sch
     if scheduler and board.experiment.backend != "dask":
         _fail(f"--scheduler {scheduler} needs --backend dask (the board's backend is "
               f"{board.experiment.backend})")
+    check_labels(board.experiment, datasets, solvers)  # labels that select nothing: one line
     if not stats_only:
         s = run_board(board, results_dir, mirror=obj["mirror"], cache_dir=obj["cache_dir"],
                       datasets=datasets, solvers=solvers, supersede=supersede,
@@ -390,26 +436,24 @@ def datasets(obj):
     """List known datasets, their size, the papers using them and where they would load from.
 
     Installed plug-ins (entry points of group dml_bench.datasets) follow, marked `plug-in` with
-    their source; a plug-in function is not called here (it may download its data), so its size
-    shows as `?` until a config names it. A plug-in that cannot be used shows why.
+    their source and the size their class declares (its code is not run here); without
+    --allow-plugins none is imported. A plug-in that cannot be used shows why.
     """
-    from .datasets import DATASETS, DatasetSpec, dataset_status
+    from .datasets import DATASETS, dataset_status
 
     def row(name, s, where):
         return (name, f"{s.n_samples}×{s.n_features}", str(s.n_classes), ", ".join(s.papers),
                 where or dataset_status(name, mirror=obj["mirror"], cache_dir=obj["cache_dir"]))
 
     rows = [row(name, s, None) for name, s in DATASETS.items()]
-    for plugin in DATASETS.plugins(adapt_if=lambda o: not callable(o)):
+    for plugin in DATASETS.plugins():
         where = f"plug-in {plugin.name} = {plugin.source}"
         if plugin.problem:
             rows.append((plugin.name, "?", "?", "", f"{where}: cannot be used: {plugin.problem}"))
-        elif isinstance(plugin.obj, DatasetSpec):
+        else:
             rows.append(row(plugin.name, plugin.obj, f"{where}: "
                             + dataset_status(plugin.name, mirror=obj["mirror"],
                                              cache_dir=obj["cache_dir"])))
-        else:
-            rows.append((plugin.name, "?", "?", "", f"{where}: called when a config names it"))
     _print_table(("name", "n×d", "classes", "papers", "availability"), rows)
 
 

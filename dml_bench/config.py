@@ -10,12 +10,14 @@ from __future__ import annotations
 import difflib
 import inspect
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from . import safe_yaml
 from .constraints import GENERATORS
 from .errors import DMLBenchError
 from .evaluate import TIE_BREAKS
@@ -176,6 +178,30 @@ _PROTOCOL = {"choice": (str, ...), "ours": (str, ...), "paper": (str, None), "wh
 _EXECUTION = {"n_jobs": (int, 1), "backend": (str, "loky"), "scheduler": (str, None),
               "timing": (bool, False)}
 
+#: the declared ceilings of the config's counts: key path (``[]`` for any list index) → the
+#: largest value accepted. Each is far above what an experiment uses and low enough that a run
+#: or a validation it allows starts at once (a billion splits would plan a billion tasks first).
+#: :meth:`_Reader.section` checks every key of a section that has one; ``constraints.params.*``
+#: and the grid's number of points (the product of its value lists) are checked where they are
+#: read.
+CEILINGS = {
+    "split.n_splits": 1000,
+    "datasets[].n_splits": 1000,
+    "datasets[].n_samples": 100_000_000,
+    "datasets[].pca": 100_000,
+    "datasets[].downscale": 64,
+    "constraints.params.k": 1000,
+    "constraints.params.n_triplets": 10_000_000,
+    "evaluation.knn_k": 1000,
+    "evaluation.n_folds": 100,
+    "evaluation.n_matched": 1_000_000,
+    "evaluation.n_mismatched": 1_000_000,
+    "evaluation.n_triplets": 10_000_000,
+    "evaluation.triplet_k": 1000,
+    "solvers[].tune.cv": 100,
+    "solvers[].tune.grid": 10_000,  # grid points
+}
+
 
 class _Reader:
     """Checks one mapping against a schema, reporting errors with their key path."""
@@ -206,13 +232,25 @@ class _Reader:
             if isinstance(value, bool) and bool not in wanted or not isinstance(value, wanted):
                 names = " or ".join(t.__name__ for t in wanted)
                 self.fail(_join(path, key), f"expected {names}, got {type(value).__name__} {value!r}")
+            self.within(_join(path, key), value)
             out[key] = value
         return out
+
+    def within(self, path: str, value: Any, ceiling_key: str | None = None):
+        """An integer ``value`` at ``path`` is at most its declared ceiling (:data:`CEILINGS`,
+        looked up by ``ceiling_key`` or by ``path`` with its list indices as ``[]``)."""
+        ceiling = CEILINGS.get(ceiling_key or _INDEX.sub("[]", path))
+        if ceiling is not None and isinstance(value, int) and not isinstance(value, bool):
+            self.check(value <= ceiling, path, f"must be at most {ceiling}, got {value}")
 
     def name(self, registry, name: str, path: str, extra: dict | None = None):
         if name not in registry and name not in (extra or {}):  # plug-ins: see registry.py
             valid = list(registry) + list(registry.entry_points()) + list(extra or {})
             self.fail(path, str(UnknownNameError(registry.kind, name, valid)))
+        try:  # a plug-in: the user's consent before any import, then its class (never called)
+            registry.check_plugin(name)
+        except DMLBenchError as exc:
+            self.fail(path, str(exc))
 
     def plugin(self, registry, name: str, path: str):
         """``registry[name]``, a plug-in's load or check failure reported at ``path``."""
@@ -230,7 +268,7 @@ def parse_scalar(text: str):
     """A command-line value as a config would read it: a YAML scalar (``true``, ``0.1``, ``null``,
     ``none`` stays a string), with ``1e-6`` a float too (YAML 1.1 reads exponents without a dot
     as strings)."""
-    value = yaml.safe_load(text)
+    value = safe_yaml.safe_load(text)
     if isinstance(value, str):
         try:
             return float(value)
@@ -243,8 +281,15 @@ def _join(path: str, key) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
+_INDEX = re.compile(r"\[\d+\]")  # a list index in a key path
+
+
 def load_config(path: str | Path, *, check_data: bool = True) -> Experiment:
     """Read and validate a YAML experiment config.
+
+    The file is read with the limits of :mod:`dml_bench.safe_yaml` (at most 1 MiB of UTF-8 text,
+    100 levels of nesting, 100,000 nodes with every alias expanded), and its counts are checked
+    against :data:`CEILINGS`, so that a few bytes cannot hang the validation or a run.
 
     Parameters
     ----------
@@ -261,22 +306,12 @@ def load_config(path: str | Path, *, check_data: bool = True) -> Experiment:
     """
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = safe_yaml.load_file(path)
     except FileNotFoundError:
         raise ConfigError(str(path), "", "file not found") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(str(path), "", f"not valid YAML: {_yaml_problem(exc)}") from None
+        raise ConfigError(str(path), "", safe_yaml.describe(exc)) from None
     return parse_config(data, source=str(path), check_data=check_data)
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """PyYAML's multi-line message as one line: ``line L, column C: <problem>``."""
-    mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
-    if problem is None:
-        return " ".join(str(exc).split())
-    context = getattr(exc, "context", None)
-    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-    return where + " ".join(problem.split()) + (f" ({context})" if context else "")
 
 
 def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -> Experiment:
@@ -298,6 +333,7 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
             "split.validation_fraction",
             f"must be in [0, 1 - train_fraction), got {split['validation_fraction']}")
     r.check(split["n_splits"] >= 1, "split.n_splits", "must be at least 1")
+    r.check(split["seed"] >= 0, "split.seed", f"must be at least 0, got {split['seed']}")
     if split["predefined"]:
         r.check(split["n_splits"] == 1, "split.n_splits",
                 "must be 1 with split.predefined (the dataset's own train/test parts)")
@@ -306,6 +342,8 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
     cons = r.section(top["constraints"], _CONSTRAINTS, "constraints")
     r.name(GENERATORS, cons["generator"], "constraints.generator")
     _check_params(r, GENERATORS[cons["generator"]], cons["params"], "constraints.params")
+    for key, value in cons["params"].items():
+        r.within(f"constraints.params.{key}", value)
     evaluation = r.section(top["evaluation"], _EVALUATION, "evaluation")
     r.check(evaluation["knn_k"] >= 1, "evaluation.knn_k", "must be at least 1")
     r.check(evaluation["tie_break"] in TIE_BREAKS, "evaluation.tie_break",
@@ -485,13 +523,18 @@ def _source_entry(r: _Reader, entry: Any, path: str, check_data: bool) -> Any:
     else:
         r.check(label_column is not None, path,
                 f"a {suffix} file needs `label_column:` (the column holding the class)")
-    r.check(Path(file).is_file(), f"{path}.path", f"file {file} not found (relative paths are "
+    r.check(Path(file).exists(), f"{path}.path", f"file {file} not found (relative paths are "
             f"read from the working directory, {Path.cwd()})")
     name = file_reference(file, label_column)
     if check_data:
-        from .datasets import DATASETS
+        from .datasets import DATASETS, DataIntegrityError, DataNotAvailable
 
-        r.plugin(DATASETS, name, path)  # reads the file: a bad column or format is reported here
+        try:
+            DATASETS[name]  # reads the file: a bad column or format is reported here
+        except DMLBenchError as exc:  # but a file that cannot be read is skipped by the run
+            if not (isinstance(exc, DataNotAvailable) and (not isinstance(exc, DataIntegrityError)
+                                                           or isinstance(exc.__cause__, OSError))):
+                r.fail(path, str(exc))
     return {**entry, "name": name, "label": entry.get("label") or Path(file).stem}
 
 
@@ -545,6 +588,8 @@ def _read_verification(r: _Reader, evaluation: dict, datasets: list, solvers: li
                 f"unknown dataset label(s) {unknown}; labels: {', '.join(labels)}")
         bad = [k for k, v in triplets.items() if not isinstance(v, int) or isinstance(v, bool) or v < 1]
         r.check(not bad, "evaluation.n_triplets", f"must map dataset labels to positive counts: {bad}")
+        for label, count in triplets.items():
+            r.within(f"evaluation.n_triplets.{label}", count, "evaluation.n_triplets")
         spec = replace(spec, n_triplets_by_dataset=tuple(triplets.items()))
     elif triplets is not None:
         r.check(triplets >= 1, "evaluation.n_triplets", "must be at least 1")
@@ -577,10 +622,14 @@ def _bare_name(entry: Any) -> Any:
 
 def _read_figures(r: _Reader, figures: list, evaluation: dict) -> tuple:
     """``figures:`` entries (plotted by ``dmlbench report``, see :mod:`dml_bench.figures`)."""
+    from .safe_write import name_problem
+
     out = []
     for i, entry in enumerate(figures):
         p = f"figures[{i}]"
         f = r.section(entry, _FIGURE, p)
+        problem = name_problem(f["name"])  # it names figures/<name>.png, .pdf and .csv
+        r.check(problem is None, f"{p}.name", f"{problem}, got {f['name']!r}")
         r.check(f["kind"] in FIGURE_KINDS, f"{p}.kind",
                 f"must be one of {', '.join(FIGURE_KINDS)}, got {f['kind']!r}")
         for key in ("panels", "series"):
@@ -616,6 +665,10 @@ def _read_tune(r: _Reader, solver: dict, split: dict, path: str, view1: bool = F
                 f"must be a non-empty list of values, got {values!r}")
         r.check(name not in solver["params"], f"{path}.grid.{name}",
                 "is also fixed in params: give it in one place")
+    points = math.prod(len(values) for values in t["grid"].values())
+    ceiling = CEILINGS["solvers[].tune.grid"]
+    r.check(points <= ceiling, f"{path}.grid", f"has {points} points (the product of its value "
+            f"lists), more than the {ceiling} a grid may have")
     if view1:
         r.check(t["cv"] is None and t["validation"] is None, path,
                 "a verification experiment tunes on LFW's View 1 (fit on pairsDevTrain, chosen on "

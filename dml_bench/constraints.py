@@ -13,20 +13,30 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import json
+import math
+import re
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import scipy
+import scipy.sparse as sp
 import sklearn
-from joblib import Memory
 from sklearn.neighbors import NearestNeighbors
 
+from .errors import warn
 from .registry import Registry
 
+#: the generators by name; built-ins only (no entry-point group: a ``module:function`` name is
+#: an unknown generator)
 GENERATORS = Registry("constraint generator")
+
+#: the version of the stored constraints' layout (part of every entry's key)
+CACHE_FORMAT = 1
+#: the members of a stored entry and the number of columns of each
+_COLUMNS = {"similar": 2, "dissimilar": 2, "triplets": 3}
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,91 @@ class Constraints:
         return {"n_similar": len(self.similar), "n_dissimilar": len(self.dissimilar),
                 "n_triplets": len(self.triplets)}
 
+    @classmethod
+    def validated(cls, constraints, n_samples: int, needs: tuple[str, ...] = (),
+                  learner: str = "the learner") -> Constraints:
+        """``constraints`` checked against a training set of ``n_samples`` rows, as index arrays.
+
+        Each array must be two-dimensional with 2 (pairs) or 3 (triplets) columns, or empty;
+        hold integers (integer dtype, or floats with whole values); and every index must be a row
+        of ``X``: in ``[0, n_samples)``, so that −1 does not silently mean the last row.
+
+        Parameters
+        ----------
+        constraints : Constraints
+            Or any object with ``similar``, ``dissimilar`` and ``triplets`` arrays.
+        n_samples : int
+            The rows of the training set ``X``.
+        needs : tuple of str
+            What must not be empty, checked in order: ``"pairs"`` (similar or dissimilar pairs),
+            ``"similar"``, ``"dissimilar"``, ``"triplets"``.
+        learner : str
+            Who needs them, for the messages (a solver's class name).
+
+        Returns
+        -------
+        Constraints
+            The same indices, as ``intp`` arrays of shape (m, 2), (m, 2) and (m, 3).
+
+        Raises
+        ------
+        ValueError
+            One line naming the argument, e.g. ``constraints.similar: pairs must have shape
+            (n, 2), got (5, 3)`` or ``constraints.triplets: index -1 at row 4 is negative;
+            indices must be rows of X, in [0, 150)``.
+        """
+        fields = ("similar", "dissimilar", "triplets")
+        if not all(hasattr(constraints, name) for name in fields):
+            raise ValueError(f"constraints: expected a Constraints with similar, dissimilar and "
+                             f"triplets arrays, got {type(constraints).__name__}")
+        checked = cls(*(cls.checked_indices(f"constraints.{name}", getattr(constraints, name),
+                                            3 if name == "triplets" else 2, n_samples)
+                        for name in fields))
+        for need in needs:
+            if need == "pairs" and not (len(checked.similar) or len(checked.dissimilar)):
+                raise ValueError(f"constraints: {learner} learns from pairs, but "
+                                 "constraints.similar and constraints.dissimilar are empty")
+            if need == "triplets" and not len(checked.triplets):
+                raise ValueError(f"constraints: {learner} learns from triplets, but "
+                                 "constraints.triplets is empty")
+            if need in ("similar", "dissimilar") and not len(getattr(checked, need)):
+                raise ValueError(f"constraints.{need}: {learner} needs {need} pairs, got none")
+        return checked
+
+    @staticmethod
+    def checked_indices(what: str, values, width: int, n_samples: int) -> np.ndarray:
+        """``values`` as an ``intp`` array of shape (m, width) of rows of a training set of
+        ``n_samples`` rows (the rules of :meth:`validated`); a one-line ``ValueError`` naming
+        ``what`` otherwise."""
+        kind = "pairs" if width == 2 else "triplets"
+        try:
+            a = np.asarray(values)
+        except (TypeError, ValueError) as exc:  # ragged rows
+            raise ValueError(f"{what}: {kind} must be an array of shape (n, {width}) "
+                             f"({' '.join(str(exc).split())})") from None
+        if a.size == 0 and a.ndim <= 1:
+            return np.empty((0, width), dtype=np.intp)
+        if a.ndim != 2 or a.shape[1] != width:
+            raise ValueError(f"{what}: {kind} must have shape (n, {width}), got {a.shape}")
+        if len(a) == 0:
+            return np.empty((0, width), dtype=np.intp)
+        bounds = f"indices must be rows of X, in [0, {n_samples})"
+        if a.dtype.kind == "f":
+            whole = np.isfinite(a) & (a == np.round(a))
+            if not whole.all():
+                row, col = np.unravel_index(np.argmin(whole), a.shape)
+                raise ValueError(f"{what}: {float(a[row, col])!r} at row {row} is not an integer "
+                                 f"index; {bounds}")
+        elif a.dtype.kind not in "iu":
+            raise ValueError(f"{what}: indices must be integers, got dtype {a.dtype}")
+        low, high = a.min(), a.max()
+        if low < 0 or high >= n_samples:
+            bad = (a < 0) if low < 0 else (a >= n_samples)
+            row, col = np.unravel_index(np.argmax(bad), a.shape)
+            problem = "is negative" if low < 0 else "is out of range"
+            raise ValueError(f"{what}: index {int(a[row, col])} at row {row} {problem}; {bounds}")
+        return a.astype(np.intp, copy=False)
+
 
 def generate(name: str, X, y: np.ndarray, params: dict,
              cache: str | Path | None = None) -> tuple[Constraints, float]:
@@ -65,13 +160,17 @@ def generate(name: str, X, y: np.ndarray, params: dict,
     params : dict
         The generator's parameters.
     cache : path-like or None
-        A folder where results are stored on disk (``joblib.Memory``), so that any process that
-        needs the same constraints again (a worker that loky restarted, a second board, a resumed
-        run) loads them instead of computing them: the 3+3-NN triplets of an MNIST tuning fold
-        take 32 s. An entry is keyed by the content of ``X`` and ``y``, ``name``, ``params`` and
-        :func:`fingerprint`, so other data, another generator version or other library versions
-        never read it. A stored result returns the seconds of its original computation. A cache
-        that cannot be used costs only time (a warning).
+        A folder where results are stored on disk, so that any process that needs the same
+        constraints again (a worker that loky restarted, a second board, a resumed run) loads
+        them instead of computing them: the 3+3-NN triplets of an MNIST tuning fold take 32 s.
+        An entry is keyed by the content of ``X`` and ``y``, ``name``, ``params`` and
+        :func:`fingerprint` (:func:`cache_key`), so other data, another generator version or
+        other library versions never read it. It is a ``.npz`` of integer arrays, written and
+        read without pickle, with its sha256 in a JSON file beside it
+        (``bincache.write_entry`` / ``read_entry``); a damaged, truncated or foreign entry is
+        recomputed with a one-line warning, never trusted, and nothing in the folder is ever
+        unpickled or executed. A stored result returns the seconds of its original
+        computation. A cache that cannot be used costs only time (a warning).
 
     Returns
     -------
@@ -80,12 +179,73 @@ def generate(name: str, X, y: np.ndarray, params: dict,
         Wall-clock seconds of the generator's computation.
     """
     if cache is None:
-        return _timed(name, X, y, params, "")
+        return _timed(name, X, y, params)
+    from .datasets.bincache import DamagedEntry, read_entry, write_entry
+
+    key = cache_key(name, X, y, params)
+    stem = Path(cache) / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}-{key[:32]}"
+    npz, meta = stem.with_suffix(".npz"), stem.with_suffix(".json")
     try:
-        return _memorised(str(cache))(name, X, y, params, fingerprint(GENERATORS[name]))
+        stored = read_entry(npz, meta, key)
+        if stored is not None:
+            return _stored(stored, X.shape[0])
+    except DamagedEntry as exc:
+        warn(f"constraint cache entry {npz} is damaged ({exc}); recomputed")
+    constraints, seconds = _timed(name, X, y, params)
+    arrays = {field: np.asarray(getattr(constraints, field), dtype=np.int64) for field in _COLUMNS}
+    try:
+        write_entry(npz, meta, arrays, {"key": key, "generator": name, "format": CACHE_FORMAT,
+                                        "seconds": seconds})
     except OSError as exc:
-        warnings.warn(f"constraint cache {cache} not used ({exc})", RuntimeWarning, stacklevel=2)
-        return _timed(name, X, y, params, "")
+        warn(f"constraint cache {cache} not used ({exc})")
+    return constraints, seconds
+
+
+def cache_key(name: str, X, y: np.ndarray, params: dict) -> str:
+    """sha256 of what a generator's result depends on: the content (dtype, shape, values) of
+    ``X`` (dense, or a sparse matrix as CSR) and ``y``, ``name``, ``params`` and the generator's
+    :func:`fingerprint`."""
+    digest = hashlib.sha256()
+    head = {"format": CACHE_FORMAT, "generator": name, "fingerprint": fingerprint(GENERATORS[name]),
+            "params": json.dumps(params, sort_keys=True, default=repr)}
+    digest.update(json.dumps(head, sort_keys=True).encode())
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        parts = [("csr", X.shape), X.data, X.indices, X.indptr]
+    else:
+        parts = [("dense",), np.asarray(X)]
+    for part in [*parts, np.asarray(y)]:
+        if isinstance(part, tuple):
+            digest.update(repr(part).encode())
+            continue
+        part = np.ascontiguousarray(part)
+        digest.update(f"{part.dtype.str}{part.shape}".encode())
+        digest.update(memoryview(part).cast("B"))
+    return digest.hexdigest()
+
+
+def _stored(stored: tuple[dict, dict], n: int) -> tuple[Constraints, float]:
+    """The constraints and seconds of a verified entry, checked to be constraints on ``n``
+    points (else a ``DamagedEntry``)."""
+    from .datasets.bincache import DamagedEntry
+
+    arrays, info = stored
+    if set(arrays) != set(_COLUMNS):
+        raise DamagedEntry(f"it holds {sorted(arrays)}, not {sorted(_COLUMNS)}")
+    seconds = info.get("seconds")
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
+            or not math.isfinite(seconds) or seconds < 0:
+        raise DamagedEntry(f"its seconds {seconds!r} are not a duration")
+    out = {}
+    for field, columns in _COLUMNS.items():
+        a = arrays[field]
+        if a.dtype.kind not in "iu" or a.ndim != 2 or a.shape[1] != columns:
+            raise DamagedEntry(f"{field} is a {a.shape} {a.dtype} array, not (m, {columns}) "
+                               "integers")
+        if a.size and (a.min() < 0 or a.max() >= n):
+            raise DamagedEntry(f"{field} holds indices outside 0..{n - 1}")
+        out[field] = a.astype(np.intp)
+    return Constraints(**out), float(seconds)
 
 
 @functools.lru_cache(maxsize=None)
@@ -99,17 +259,11 @@ def fingerprint(generator) -> str:
     return hashlib.sha256(f"{versions}\n{source}".encode()).hexdigest()
 
 
-def _timed(name: str, X, y, params: dict, version: str) -> tuple[Constraints, float]:
-    """``(GENERATORS[name](X, y, **params), seconds)``; ``version`` (:func:`fingerprint`) only
-    keys the cache."""
+def _timed(name: str, X, y, params: dict) -> tuple[Constraints, float]:
+    """``(GENERATORS[name](X, y, **params), seconds)``."""
     t0 = time.perf_counter()
     constraints = GENERATORS[name](X, y, **params)
     return constraints, time.perf_counter() - t0
-
-
-@functools.lru_cache(maxsize=4)
-def _memorised(location: str):
-    return Memory(location, verbose=0).cache(_timed)
 
 
 def _neighbours(X_fit: np.ndarray, X_query: np.ndarray, k: int, exclude_self: bool) -> np.ndarray:

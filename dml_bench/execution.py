@@ -4,12 +4,19 @@ The machinery every kind of experiment (k-NN: :mod:`dml_bench.runner`; pair veri
 :mod:`dml_bench.verification_run`) runs its tasks with: each task is dispatched once this run
 holds its claim (:class:`~dml_bench.results.TaskClaims`), sequentially, by joblib or on a dask
 cluster, and yields its row as it finishes; a task that raises yields an ``errors.csv`` row.
+
+A run reports only what is on disk: a row counts as run once the store's ``append`` has returned
+(written whole and synced), and a run stopped by a failed write or by the loss of its dask
+scheduler says how many of its rows it saved (:func:`rows_saved`); the next run resumes from them.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import contextvars
 import datetime as dt
+import logging
 import os
 import platform
 import traceback
@@ -20,7 +27,7 @@ from joblib import Parallel, delayed, parallel_config
 
 from .errors import DMLBenchError, RunRefused
 from .registry import UnknownNameError, describe
-from .results import RunStore, TaskClaims
+from .results import LogWriteFailed, RunStore, TaskClaims
 
 
 BLAS_THREADS = 1
@@ -32,6 +39,35 @@ LOOPBACK_ANY_PORT = "127.0.0.1:0"
 
 class SchedulerUnreachable(DMLBenchError):
     """``backend: dask`` with a ``scheduler`` address that cannot be connected to."""
+
+
+class SchedulerLost(ConnectionError):
+    """The dask scheduler of a run went away mid-run (killed, its host down, the network cut).
+
+    A :class:`ConnectionError` (an ``OSError``: the command line exits with status 1). The rows
+    landed before are on disk; running the same command again resumes from them.
+
+    Parameters
+    ----------
+    address : str
+        The scheduler's address.
+    reason : str
+        What the client saw first, in one line (``scheduler-connection-lost``, a closed
+        connection, ...): kept as an attribute, not in the message, since which of them comes
+        first is a matter of timing.
+    saved : (int, int), optional
+        Rows saved by the run and rows it had to run (:func:`rows_saved` fills it in).
+    """
+
+    def __init__(self, address: str, reason: str, saved: tuple[int, int] | None = None):
+        rows = f"{saved[0]} of {saved[1]} rows saved, " if saved else ""
+        super().__init__(f"the dask scheduler at {address} was lost mid-run; {rows}rerun the "
+                         "same command to resume")
+        self.address, self.reason, self.saved = address, reason, saved
+
+
+class NothingSelected(DMLBenchError):
+    """``--dataset`` / ``--solver`` choices that select no task of the config."""
 
 
 @dataclass
@@ -113,21 +149,39 @@ def supersede_refusal(name: str, store: RunStore, stale: set, stale_tuning: set)
     what = [f"{len(stale)} finished rows of runs.csv"] if stale else []
     what += [f"{len(stale_tuning)} rows of tuning.csv"] if stale_tuning else []
     return (f"{name}: the config no longer contains the tasks of {' and '.join(what)} (a changed "
-            f"setting or default changes a task's id){': e.g. ' if examples else ''}"
+            f"setting, default or data file changes a task's id){': e.g. ' if examples else ''}"
             f"{'; '.join(examples)}. Rerun with --supersede to move them to "
             f"{store.superseded.name} and run the new tasks (or --force to recompute everything),"
             " or restore the config that made them")
 
 
 def check_labels(exp, datasets, solvers) -> list[str]:
-    """The dataset labels of ``exp``; an :class:`~dml_bench.registry.UnknownNameError` when a
-    label asked for (``--dataset``, ``--solver``) is not one of the config's."""
+    """The dataset labels of ``exp``, after checking the labels asked for (``--dataset``,
+    ``--solver``).
+
+    Raises
+    ------
+    UnknownNameError
+        When a label is not one of the config's.
+    NothingSelected
+        When the labels are the config's but select no task together (each chosen dataset's
+        entry restricts its ``solvers:`` to others than those chosen).
+    """
     labels = [d.label for d in exp.datasets]
     for kind, chosen, known in (("dataset", datasets, labels),
                                 ("solver", solvers, [s.label for s in exp.solvers])):
         for label in chosen or ():
             if label not in known:
                 raise UnknownNameError(f"{kind} label of {exp.name}", label, known)
+    if datasets or solvers:
+        cells = [(d.label, s.label) for d in exp.datasets for s in exp.solvers
+                 if (not d.solvers or s.label in d.solvers)
+                 and (not datasets or d.label in datasets) and (not solvers or s.label in solvers)]
+        if not cells:
+            chosen = " ".join([*(f"--dataset {d}" for d in datasets or ()),
+                               *(f"--solver {s}" for s in solvers or ())])
+            raise NothingSelected(f"{chosen} select no task of {exp.name}: the chosen datasets' "
+                                  "entries restrict their solvers (`solvers:`) to others")
     return labels
 
 
@@ -156,16 +210,38 @@ def set_aside_stale(name: str, store: RunStore, tuning: RunStore, task_ids: set,
 STOP_SIGNALS: list[int] = []
 
 
+@contextlib.contextmanager
+def rows_saved(summary: RunSummary, total: int):
+    """Around a run's row loop: a run stopped by a failed write (:class:`LogWriteFailed`, e.g.
+    a full disk) or by the loss of its dask scheduler (:class:`SchedulerLost`) says how many
+    rows it saved of the ``total`` it had to run (``summary.ran``, rows that are on disk), in
+    the error's one line."""
+    try:
+        yield
+    except LogWriteFailed as exc:
+        raise LogWriteFailed(exc.errno, f"{exc.strerror}; {summary.ran} of {total} rows saved, "
+                             "rerun to finish", exc.filename) from None
+    except SchedulerLost as exc:
+        raise SchedulerLost(exc.address, exc.reason, (summary.ran, total)) from None
+
+
 def land_rows(fn: Callable, work: list, into: RunStore, *, n_jobs: int, backend: str,
               claims: TaskClaims, require_timing: bool, record: Callable[[dict], None],
-              bar=None) -> int:
+              bar=None, echo: Callable[[str], None] | None = None) -> int:
     """Run ``work`` and ``record`` each row as it comes: first the tasks no other run has
     claimed, then, waiting for their claims, those another run held (it may have died or failed
-    them); tasks another run finished (rows in ``into``) are not rerun. Advances ``bar`` by the
-    whole of ``work`` and returns how many rows landed here."""
+    them); tasks another run finished (rows in ``into``) are not rerun. Before waiting, says
+    so once through ``echo``. Advances ``bar`` by the whole of ``work`` and returns how many
+    rows landed here."""
     finished = finished_reader(into, require_timing=require_timing)
     deferred, landed = [], 0
     for wait, batch in ((False, work), (True, deferred)):
+        if wait and deferred and echo is not None:
+            done = finished()
+            held = sum(t.task_id not in done for t in deferred)
+            if held:
+                echo(f"waiting for {held} task{'' if held == 1 else 's'} that another run on "
+                     "this folder is running")
         for row in execute(fn, batch, n_jobs, backend, claims, finished, wait=wait,
                            deferred=deferred):
             record(row)
@@ -200,7 +276,9 @@ def execute(fn: Callable, tasks: list, n_jobs: int, backend: str, claims: TaskCl
 
     A task is dispatched only once this run holds its claim and ``finished()`` does not list it;
     the claim is released after the consumer has recorded its row. A task claimed by another
-    run goes to ``deferred`` (with ``wait``, its claim is waited for instead).
+    run goes to ``deferred`` (with ``wait``, its claim is waited for instead). On dask, a lost
+    scheduler raises :class:`SchedulerLost` and a cluster without workers
+    :class:`SchedulerUnreachable`, each with a one-line message.
     """
     if not tasks:
         return
@@ -217,45 +295,116 @@ def execute(fn: Callable, tasks: list, n_jobs: int, backend: str, claims: TaskCl
                 held[task.task_id] = lock
                 yield task
 
-    if backend == "sequential" or n_jobs == 1 and backend != "dask":
-        rows = (fn(t, BLAS_THREADS) for t in claimed())
-    else:
-        kwargs = {} if backend == "dask" else {"backend": backend}
-        rows = Parallel(n_jobs=n_jobs, return_as="generator_unordered", **kwargs)(
-            delayed(fn)(t, BLAS_THREADS) for t in claimed())
-    for row in rows:
-        yield row
-        held.pop(row["task_id"]).release()
+    cluster = _CLUSTER.get() if backend == "dask" else None
+    try:
+        if backend == "sequential" or n_jobs == 1 and backend != "dask":
+            rows = (fn(t, BLAS_THREADS) for t in claimed())
+        else:
+            kwargs = {} if backend == "dask" else {"backend": backend}
+            rows = Parallel(n_jobs=n_jobs, return_as="generator_unordered", **kwargs)(
+                delayed(fn)(t, BLAS_THREADS) for t in claimed())
+        for row in rows:
+            # a task run in this process (joblib's shortcut for a one-thread cluster) fails when
+            # its own calls to the cluster do: that is no failure of the task
+            if cluster is not None and row.get("_failed") and cluster[0].status != "running":
+                raise SchedulerLost(cluster[1], "the client lost its connection")
+            yield row
+            held.pop(row["task_id"]).release()
+    except (concurrent.futures.CancelledError, OSError, TimeoutError) as exc:
+        fault = exc if cluster is None else _cluster_fault(exc, *cluster)
+        if fault is exc:
+            raise
+        raise fault from exc
+
+
+def _cluster_fault(exc: BaseException, client, address: str) -> Exception:
+    """The one-line error of a dask run whose task stream raised ``exc``: the scheduler lost
+    (:class:`SchedulerLost`), a cluster without workers (:class:`SchedulerUnreachable`), or
+    ``exc`` itself when the cluster is not at fault (a claim that cannot be written, ...)."""
+    from distributed.comm import CommClosedError
+
+    if isinstance(exc, (SchedulerLost, LogWriteFailed)):
+        return exc
+    if client.status != "running" or isinstance(exc, (concurrent.futures.CancelledError,
+                                                      CommClosedError)):
+        return SchedulerLost(address, getattr(exc, "reason", None) or describe(exc))
+    if isinstance(exc, TimeoutError) and "no worker" in str(exc):  # joblib's wait for workers
+        return SchedulerUnreachable(f"the dask scheduler at {address} has no worker to run the "
+                                    "tasks (joblib waited for one in vain): start workers on it")
+    return exc
+
+
+#: the dask client of the run in progress and its scheduler's address (set by
+#: :func:`execution_backend`), for :func:`execute` to tell a lost scheduler from a failed task
+_CLUSTER: contextvars.ContextVar = contextvars.ContextVar("dml_bench_dask_cluster", default=None)
 
 
 @contextlib.contextmanager
 def execution_backend(backend: str, scheduler: str | None, n_jobs: int):
-    """The execution context of a run: a dask client (one for the whole run) or nothing."""
+    """The execution context of a run: a dask client (one for the whole run) or nothing.
+
+    With dask, the client's own error log is silenced for the run: a lost scheduler ends the run
+    with one line (:class:`SchedulerLost`) instead of the client's tracebacks.
+    """
     if backend != "dask":
         yield
         return
-    with _dask_client(scheduler, n_jobs), parallel_config(backend="dask"):
-        yield
+    with _dask_client(scheduler, n_jobs) as (client, address), parallel_config(backend="dask"):
+        token = _CLUSTER.set((client, address))
+        try:
+            yield
+        finally:
+            _CLUSTER.reset(token)
 
 
 @contextlib.contextmanager
 def _dask_client(scheduler: str | None, n_jobs: int):
-    """A dask.distributed client: the given scheduler, or a loopback-only ``LocalCluster``."""
+    """``(client, scheduler address)`` of a dask.distributed client: the given scheduler, or a
+    loopback-only ``LocalCluster``; the client's error log is silenced meanwhile."""
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
         raise RuntimeError("backend 'dask' needs dask.distributed: pip install 'dml-bench[dask]'") from None
+    # the client side's logs, after the import (which sets their levels): their tracebacks of a
+    # lost connection are replaced by SchedulerLost's one line
+    logs = [logging.getLogger(f"distributed.{name}") for name in _CLIENT_LOGS]
+    levels = [log.level for log in logs]
+    for log in logs:
+        log.setLevel(logging.CRITICAL + 1)
+    try:
+        with _connected(Client, LocalCluster, scheduler, n_jobs) as connected:
+            yield connected
+    finally:
+        for log, level in zip(logs, levels):
+            log.setLevel(level)
+
+
+#: the loggers of distributed's client and its connections (not the scheduler's or workers')
+_CLIENT_LOGS = ("client", "batched", "comm", "core", "utils")
+
+
+@contextlib.contextmanager
+def _connected(Client, LocalCluster, scheduler: str | None, n_jobs: int):
+    """``(client, scheduler address)``: of ``scheduler``, or of a new loopback cluster."""
     if scheduler:
         try:
             client = Client(scheduler)
         except OSError as exc:  # refused, timed out, unknown host
             raise SchedulerUnreachable(f"cannot connect to the dask scheduler {scheduler}: "
                                        f"{describe(exc)}") from None
-        with client:
-            yield client
+        try:
+            yield client, scheduler
+        finally:
+            _close(client)
         return
     n_workers = n_jobs if n_jobs > 0 else os.cpu_count()
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                       host="127.0.0.1", dashboard_address=LOOPBACK_ANY_PORT) as cluster, \
             Client(cluster) as client:
-        yield client
+        yield client, cluster.scheduler_address
+
+
+def _close(client) -> None:
+    """Close a client; one whose scheduler is gone may fail to say goodbye, which is no fault."""
+    with contextlib.suppress(Exception):
+        client.close(timeout=5)

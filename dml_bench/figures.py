@@ -27,6 +27,8 @@ from typing import Any, Mapping
 import pandas as pd
 
 from .results import RunStore
+from .safe_write import check_name, output_dir, output_path, write_csv
+from .safe_write import save_figure as _save_one
 
 #: runs.csv columns in percent on plots (stored as fractions)
 PERCENT = {"error"}
@@ -84,15 +86,24 @@ def _mean_over_splits(runs, spec) -> pd.DataFrame:
 
 
 def plot_figure(data: pd.DataFrame, spec: Mapping[str, Any], out_dir: Path) -> list[Path]:
-    """Draw ``data`` (from :func:`figure_data`) as ``<name>.png`` and ``.pdf``; also ``.csv``."""
+    """Draw ``data`` (from :func:`figure_data`) as ``<name>.png`` and ``.pdf``; also ``.csv``.
+
+    ``spec['name']`` must be a plain file name; every file replaces its old version, never
+    written through a symlink (:mod:`dml_bench.safe_write`).
+
+    Raises
+    ------
+    dml_bench.safe_write.UnsafeOutputName
+        If ``spec['name']`` is not a plain file name.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    name = check_name(spec["name"], "figure name")
     out_dir.mkdir(parents=True, exist_ok=True)
-    csv = out_dir / f"{spec['name']}.csv"
-    data.to_csv(csv, index=False)
+    csv = write_csv(output_path(out_dir, f"{name}.csv", "figure name"), data, index=False)
     panels = list(dict.fromkeys(data["panel"])) or [""]
     fig, axes = plt.subplots(1, len(panels), figsize=(max(4.2 * len(panels), 6.4), 3.8),
                              squeeze=False)
@@ -120,27 +131,54 @@ def plot_figure(data: pd.DataFrame, spec: Mapping[str, Any], out_dir: Path) -> l
     if spec.get("title"):
         fig.suptitle(spec["title"])
     fig.tight_layout()
-    return [csv, *save_figure(fig, out_dir, spec["name"]).values()]
+    return [csv, *save_figure(fig, out_dir, name).values()]
 
 
 def save_figure(fig, out_dir: Path, name: str, key: str | None = None, **savefig_kw) -> dict:
     """Write ``fig`` as ``<name>.png`` and ``<name>.pdf`` in ``out_dir`` (120 dpi) and close it;
-    returns ``{"<key>_png": path, "<key>_pdf": path}`` (``key`` defaults to ``name``)."""
+    returns ``{"<key>_png": path, "<key>_pdf": path}`` (``key`` defaults to ``name``).
+
+    Each file replaces its old version, never written through a symlink
+    (:func:`dml_bench.safe_write.save_figure`).
+
+    Raises
+    ------
+    dml_bench.safe_write.UnsafeOutputName
+        If ``name`` is not a plain file name.
+    """
     import matplotlib.pyplot as plt
 
     paths = {}
-    for ext in ("png", "pdf"):
-        paths[f"{key or name}_{ext}"] = Path(out_dir) / f"{name}.{ext}"
-        fig.savefig(paths[f"{key or name}_{ext}"], dpi=120, **savefig_kw)
-    plt.close(fig)
+    try:
+        for ext in ("png", "pdf"):
+            path = output_path(out_dir, f"{check_name(name, 'figure name')}.{ext}", "figure name")
+            paths[f"{key or name}_{ext}"] = _save_one(fig, path, dpi=120, **savefig_kw)
+    finally:
+        plt.close(fig)
     return paths
 
 
 def write_figures(results_dir: Path, runs: pd.DataFrame, config: Mapping[str, Any]) -> dict:
-    """Every figure of ``config['figures']`` into ``results_dir/figures/``: name → paths."""
+    """Every figure of ``config['figures']`` into ``results_dir/figures/``: name → paths.
+
+    ``figures/`` is a real folder (a symlink there is replaced by one,
+    :func:`~dml_bench.safe_write.output_dir`); every figure's name is checked to be a plain
+    file name before anything is drawn.
+
+    Raises
+    ------
+    dml_bench.safe_write.UnsafeOutputName
+        If a figure's name is not a plain file name.
+    """
+    specs = config.get("figures") or []
+    for spec in specs:
+        check_name(spec["name"], "figure name")
+    if not specs:
+        return {}
     store = RunStore(results_dir)
+    out_dir = output_dir(results_dir, "figures")
     written = {}
-    for spec in config.get("figures") or []:
+    for spec in specs:
         data = figure_data(runs, spec, store)
-        written[spec["name"]] = plot_figure(data, spec, results_dir / "figures")
+        written[spec["name"]] = plot_figure(data, spec, out_dir)
     return written

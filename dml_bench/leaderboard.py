@@ -34,6 +34,7 @@ import csv
 import datetime as dt
 import math
 import json
+import io
 import os
 import signal
 import subprocess
@@ -48,10 +49,10 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from . import __version__, ranking
+from . import __version__, ranking, safe_yaml
 from .config import ConfigError, Experiment, parse_config
-from .errors import DMLBenchError
-from .results import log_segments, log_stamp
+from .errors import DMLBenchError, warn
+from .results import append_bytes, log_segments, log_stamp
 
 CELLS = "cells.csv"
 OVER_BUDGET = "a fit ran over the {:g} s budget"
@@ -91,11 +92,11 @@ def load_board(path: str | Path) -> Board:
     """
     source = str(path)
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = safe_yaml.load_file(path)
     except FileNotFoundError:
         raise ConfigError(source, "", "file not found") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(source, "", f"not valid YAML: {' '.join(str(exc).split())}") from None
+        raise ConfigError(source, "", safe_yaml.describe(exc)) from None
     if not isinstance(data, dict) or not isinstance(data.get("leaderboard"), dict):
         raise ConfigError(source, "leaderboard", "a board config needs a `leaderboard:` mapping "
                           f"with {', '.join(_SECTION)}")
@@ -127,7 +128,7 @@ def experiment_of(path: str | Path) -> Experiment:
     from .config import load_config
 
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = safe_yaml.load_file(path)
     except (OSError, yaml.YAMLError):
         data = None  # load_config names the problem
     if isinstance(data, dict) and isinstance(data.get("leaderboard"), dict):
@@ -179,19 +180,29 @@ def read_cells(board_dir: Path) -> pd.DataFrame:
     path = Path(board_dir) / CELLS
     if not path.exists():
         return pd.DataFrame(columns=CELL_COLUMNS)
-    return pd.read_csv(path).drop_duplicates(["dataset", "label"], keep="last")
+    bad = []
+    cells = pd.read_csv(path, engine="python", encoding_errors="replace", dtype=str,
+                        on_bad_lines=lambda line: bad.append(line))
+    if list(cells.columns) != CELL_COLUMNS:
+        raise BoardError(f"{path}: not a cells log of a board (its header is not "
+                         f"{','.join(CELL_COLUMNS)}); move it aside to run the board afresh")
+    whole = (cells["status"].isin(STATUS_TEXT)
+             & pd.to_numeric(cells["budget_seconds"], errors="coerce").notna())
+    if len(bad) + (~whole).sum():
+        warn(f"{path}: {len(bad) + (~whole).sum()} corrupt line(s) ignored")
+    return cells[whole].drop_duplicates(["dataset", "label"], keep="last")
 
 
 def _record(board_dir: Path, dataset: str, label: str, status: str, reason: str,
             budget: float) -> None:
     path = board_dir / CELLS
-    new = not path.exists()
-    with open(path, "a", newline="") as fh:
-        writer = csv.writer(fh)
-        if new:
-            writer.writerow(CELL_COLUMNS)
-        writer.writerow([dataset, label, status, reason, budget,
-                         dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")])
+    line = io.StringIO()
+    writer = csv.writer(line, lineterminator="\n")
+    if not os.path.lexists(path):
+        writer.writerow(CELL_COLUMNS)
+    writer.writerow([dataset, label, status, " ".join(str(reason).split()), budget,
+                     dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")])
+    append_bytes(path, line.getvalue().encode())  # whole, synced, never through a symlink
 
 
 def run_board(board: Board, results_root: str | Path = "results", *, mirror=None, cache_dir=None,
@@ -375,8 +386,10 @@ class _LandedRows:
             chunk = fh.read()
         whole = chunk[:chunk.rfind(b"\n") + 1]  # a row being written waits for its newline
         self.offsets[seg] = start + len(whole)
-        header = next(csv.reader([first.decode()]))
-        return list(csv.DictReader(whole.decode().splitlines(), fieldnames=header))
+        header = next(csv.reader([first.decode("utf-8", "replace")]))
+        lines = [line.decode("utf-8", "replace") for line in whole.splitlines() if b"\0" not in line]
+        # a foreign line with more fields than the header (the runner sets it aside) is no row
+        return [row for row in csv.DictReader(lines, fieldnames=header) if None not in row]
 
 
 def _cell(row: dict) -> tuple:
@@ -661,14 +674,14 @@ def write_board_report(board: Board, board_dir: Path, mirror=None, cache_dir=Non
     """
     from .tables import tabular, tex
     from .reproduction_report import render_html
+    from .safe_write import output_dir, output_path, write_text
 
     board_dir = Path(board_dir)
     st = statistics(board_table(board, board_dir, mirror, cache_dir), alpha)
     paths: dict[str, Path] = {}
 
     def put(name: str, text: str):
-        paths[name] = board_dir / name
-        paths[name].write_text(text, encoding="utf-8")
+        paths[name] = write_text(output_path(board_dir, name), text)
 
     put("board.csv", st.table.to_csv(index=False, float_format="%.6g"))
     rank_table = _rank_table(st)
@@ -692,8 +705,7 @@ def write_board_report(board: Board, board_dir: Path, mirror=None, cache_dir=Non
         "iman_davenport_p": fr and fr.iman_davenport_p,
         "critical_difference": st.cd}]).to_csv(index=False, float_format="%.6g"))
     put("time_error.csv", st.time_error.to_csv(index=False, float_format="%.6g"))
-    figures = board_dir / "figures"
-    figures.mkdir(exist_ok=True)
+    figures = output_dir(board_dir, "figures")
     if st.cd is not None:
         paths.update(_plot_cd(st, figures / "cd_diagram"))
     if st.time_error["fit_time"].notna().any():
@@ -804,12 +816,16 @@ def _plot_time_error(st: Statistics, stem: Path) -> dict[str, Path]:
 def _save(fig, stem: Path) -> dict[str, Path]:
     import matplotlib.pyplot as plt
 
+    from .safe_write import save_figure
+
     fig.tight_layout()
     out = {}
-    for ext in ("png", "pdf"):
-        out[f"figures/{stem.name}.{ext}"] = stem.with_suffix(f".{ext}")
-        fig.savefig(out[f"figures/{stem.name}.{ext}"], dpi=120)
-    plt.close(fig)
+    try:
+        for ext in ("png", "pdf"):
+            out[f"figures/{stem.name}.{ext}"] = save_figure(fig, stem.with_suffix(f".{ext}"),
+                                                            dpi=120)
+    finally:
+        plt.close(fig)
     return out
 
 

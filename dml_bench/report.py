@@ -23,6 +23,7 @@ import pandas as pd
 from .papers import PaperTable, load_paper_table
 from .figures import write_figures
 from .results import RUN_COLUMNS, RunStore
+from .safe_write import check_name, write_text
 from .tables import (CONFIG_FILE, FLOAT_SLACK, ReportError, compare_with_paper, comparison_to_latex,
                      config_order, display_label, mean_std, paper_table_keys, read_config, tabular,
                      tex, write_output)
@@ -290,6 +291,13 @@ def write_report(results_dir: Path | str) -> dict[str, Path]:
     ------
     ReportError
         If ``runs.csv`` or ``config.yaml`` is missing, or ``runs.csv`` is empty.
+    dml_bench.safe_write.UnsafeOutputName
+        If a figure's name in ``config.yaml`` is not a plain file name (nothing is written).
+
+    Notes
+    -----
+    Every file replaces its old version by create-temporary-then-rename, never written through
+    a symlink (:mod:`dml_bench.safe_write`).
     """
     results_dir = Path(results_dir)
     if (results_dir / CONFIG_FILE).is_file() and (
@@ -298,6 +306,8 @@ def write_report(results_dir: Path | str) -> dict[str, Path]:
 
         return write_verification_report(results_dir)  # pair verification (LFW protocol)
     runs, config = read_runs(results_dir), read_config(results_dir)
+    for spec in config.get("figures") or []:  # before anything is written
+        check_name(spec.get("name") if isinstance(spec, Mapping) else None, "figure name")
     summary = summarize(runs, config)
     outputs: dict[str, str | pd.DataFrame] = {
         "summary.csv": summary,
@@ -313,7 +323,7 @@ def write_report(results_dir: Path | str) -> dict[str, Path]:
         stem = "comparison_" + key.replace("/", "_")
         outputs[f"{stem}.csv"] = comparison
         outputs[f"{stem}.tex"] = comparison_to_latex(comparison)
-    written = {name: write_output(results_dir / name, content) for name, content in outputs.items()}
+    written = {name: write_output(results_dir, name, content) for name, content in outputs.items()}
     for name, paths in write_figures(results_dir, runs, config).items():
         written.update({f"figures/{p.name}": p for p in paths})
     return written
@@ -399,5 +409,5 @@ def update_readme_status(readme: Path | str, results_root: Path | str,
     new = f"{head}\n{body}\n{text[end:]}"
     if new == text:
         return False
-    readme.write_text(new, encoding="utf-8")
+    write_text(readme.resolve(), new)  # the README the user named, a link's target included
     return True

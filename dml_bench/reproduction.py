@@ -20,9 +20,10 @@ from pathlib import Path
 import yaml
 
 from .config import Experiment, load_config
-from .errors import DMLBenchError
+from .errors import DMLBenchError, warn
 from .results import RunStore
-from .registry import Registry
+from .registry import Registry, describe
+from .safe_write import write_text
 from .report import PRECISE_SUFFIX, dataset_points
 
 TARGETS_FILE = Path(__file__).parent / "targets.yaml"
@@ -285,14 +286,23 @@ def _update_record(path: Path, target_id: str, record: dict, resumed: bool) -> N
     """Keep one record per target in ``reproduce.json``; a run that continued earlier results
     (``resumed``: a resumed or interrupted run, or another part of the datasets) adds its wall
     time."""
-    records = json.loads(path.read_text()) if path.is_file() else {}
+    try:
+        records = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        warn(f"{path} is not a JSON record ({describe(exc)}); it is written afresh")
+        records = {}
+    if not isinstance(records, dict):
+        records = {}
     old = records.get(target_id)
+    if not isinstance(old, dict) or not isinstance(old.get("wall_seconds"), (int, float)):
+        old = None
     if old and resumed:  # the work of earlier runs counts too
         record["wall_seconds"] = round(old["wall_seconds"] + record["wall_seconds"], 1)
-        record["started_at"] = old["started_at"]
+        record["started_at"] = old.get("started_at", record["started_at"])
         for part in ("datasets", "solvers"):
             before = old.get(part, "all")
+            before = before if isinstance(before, list) else "all"
             record[part] = ("all" if "all" in (before, record[part])
                             else list(dict.fromkeys(before + record[part])))
     records[target_id] = record
-    path.write_text(json.dumps(records, indent=2) + "\n")
+    write_text(path, json.dumps(records, indent=2) + "\n")  # never through a symlink

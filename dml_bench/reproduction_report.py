@@ -24,6 +24,7 @@ from .experiments.embedding_quality import CRITERIA
 from .papers import load_paper_table, non_result_items, paper_citation
 from .report import PRECISE_LEVEL, add_precise_columns, precise_of, read_runs, summarize
 from .reproduction import RUN_RECORD, availability, config_target, experiment_of, load_targets
+from .safe_write import write_text
 from .tables import ReportError, compare_with_paper, read_config
 
 MD_NAME, HTML_NAME = "REPRODUCTION.md", "REPRODUCTION.html"
@@ -484,7 +485,7 @@ def render_html(markdown: str) -> str:
         if line.startswith("#"):
             level = len(line) - len(line.lstrip("#"))
             out.append(f"<h{level}>{_inline(line[level:].strip())}</h{level}>")
-        elif line.startswith("!["):
+        elif line.startswith("![") and "](" in line:
             alt, src = line[2:].split("](", 1)
             out.append(f'<p><img src="{html.escape(src[:-1])}" alt="{html.escape(alt)}" '
                        'style="max-width:100%"></p>')
@@ -503,7 +504,8 @@ def _inline(text: str) -> str:
 
     text = html.escape(text)
     text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
-    text = re.sub(r"\[([^\]]+)\]\(([^)\s]+\.html)\)", r'<a href="\2">\1</a>', text)  # page links
+    # links to the report's own pages: a relative path to an .html file, no scheme (javascript:)
+    text = re.sub(r"\[([^\]]+)\]\(([^)\s:]+\.html)\)", r'<a href="\2">\1</a>', text)
     return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
 
 
@@ -531,8 +533,8 @@ def write_reproduction_report(results_root: Path | str = "results",
     entries = collect(results_root, root)
     markdown = render_markdown(entries, results_root)
     md, page = results_root / MD_NAME, results_root / HTML_NAME
-    md.write_text(markdown, encoding="utf-8")
-    page.write_text(render_html(markdown), encoding="utf-8")
+    write_text(md, markdown)
+    write_text(page, render_html(markdown))
     return md, page, entries
 
 

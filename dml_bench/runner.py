@@ -24,8 +24,10 @@ from . import __version__
 from .config import Experiment
 from .evaluate import model_error, spectrum_counts
 from .execution import (BLAS_THREADS, RunSummary, check_labels, cpu_model, execution_backend,
-                        failure_row, group_skipped, land_rows, set_aside_stale, utc_now)
+                        failure_row, group_skipped, land_rows, rows_saved, set_aside_stale,
+                        utc_now)
 from .results import TUNE_COLUMNS, RunStore, TaskClaims
+from .safe_write import write_text
 from .tasks import Task, all_tasks, fit_task_solver, plan, prepare_split
 from .tuning import TuningIncomplete, run_tune_task, tune_tasks, with_choice
 
@@ -97,7 +99,8 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
         Likewise, run only the tasks of these solver labels.
     supersede : bool
         Move the rows of finished tasks that the config no longer contains (a changed setting or
-        default changes a task's id) to ``runs_superseded.csv`` / ``tuning_superseded.csv``.
+        default, or an edited data file outside the catalogue, changes a task's id) to
+        ``runs_superseded.csv`` / ``tuning_superseded.csv``.
         Without it (or ``force``) such a run is refused before any work, naming the rows.
 
     Returns
@@ -108,11 +111,24 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
     ------
     UnknownNameError
         When a label of ``datasets`` or ``solvers`` is not one of the config's.
+    NothingSelected
+        When ``datasets`` and ``solvers`` together select no task.
     RunRefused
         When finished rows would be superseded without ``supersede`` or ``force``.
+    UnsafeLog
+        When a log of the results folder is a symbolic link (before any work).
+    LogWriteFailed
+        When a row cannot be written (a full disk): the message says how many rows the run
+        saved; the rows before are on disk and the next run resumes from them.
+    SchedulerLost
+        When the dask scheduler is lost mid-run, likewise.
 
     Notes
     -----
+    A row counts as run (``RunSummary.ran``) once it is on disk. Corrupt lines of the logs are
+    set aside into ``<log>.corrupt`` with a warning (:mod:`dml_bench.results`), and a run that
+    waits for tasks another run on the folder holds says so.
+
     Several runs of one config on one results folder share its task list: each task is run by
     the run that claims it first (:class:`~dml_bench.results.TaskClaims`); a run that meets a
     task claimed by another waits for it at the end and runs it only if the other run did not
@@ -130,7 +146,10 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
     labels = check_labels(exp, datasets, solvers)
     store = RunStore(Path(results_root) / exp.name)
     store.dir.mkdir(parents=True, exist_ok=True)
-    (store.dir / "config.yaml").write_text(yaml.safe_dump(exp.to_dict(), sort_keys=False))
+    tuning = RunStore(store.dir, "tuning", TUNE_COLUMNS)
+    store.check()  # no log written through a symlink; corrupt lines set aside
+    tuning.check()
+    write_text(store.dir / "config.yaml", yaml.safe_dump(exp.to_dict(), sort_keys=False))
     tasks, skipped = plan(exp, mirror, cache_dir)
     if datasets:
         tasks = [t for t in tasks if t.dataset.label in datasets]
@@ -141,7 +160,6 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
     for reason, cells in group_skipped(skipped, labels).items():
         echo(f"skipped {', '.join(cells)}: {reason}")
     every = list(all_tasks(exp, mirror, cache_dir))
-    tuning = RunStore(store.dir, "tuning", TUNE_COLUMNS)
     set_aside_stale(exp.name, store, tuning, {t.task_id for t in every},
                     {tt.task_id for t in every for tt in tune_tasks(t)},
                     supersede=supersede, force=force, echo=echo)
@@ -164,13 +182,14 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
     bar = progress(len(todo) + len(tune_todo)) if progress else contextlib.nullcontext()
     fit = functools.partial(run_task, n_jobs=n_jobs, timing_mode=exp.timing)
     claims = TaskClaims(store.dir)
-    with bar as b, execution_backend(backend, exp.scheduler, n_jobs):
+    with rows_saved(summary, len(todo)), bar as b, \
+            execution_backend(backend, exp.scheduler, n_jobs):
 
         def land(fn, work: list, into: RunStore, count: bool = True):
             """Run ``work`` (:func:`~dml_bench.execution.land_rows`); tasks another run
             finished are counted, not rerun."""
             landed = land_rows(fn, work, into, n_jobs=n_jobs, backend=backend, claims=claims,
-                               require_timing=exp.timing and into is store, bar=b,
+                               require_timing=exp.timing and into is store, bar=b, echo=echo,
                                record=lambda row: _record(into, row, summary, echo, count=count))
             if count:
                 summary.elsewhere += len(work) - landed
@@ -213,7 +232,8 @@ def _resolve_tuning(todo: list[Task], tuning: RunStore) -> tuple[list[Task], lis
 
 
 def _record(store: RunStore, row: dict, summary: RunSummary, echo, count: bool = True) -> None:
-    """Append a finished row to ``store``, or a failed one to ``errors.csv`` (and say so)."""
+    """Append a finished row to ``store``, or a failed one to ``errors.csv`` (and say so); the
+    row counts as run once it is on disk."""
     trace = row.pop("_trace", None)
     if row.pop("_failed", False):
         store.append_error(row)

@@ -19,6 +19,7 @@ import yaml
 
 from .errors import DMLBenchError
 from .papers import PaperTable
+from .safe_write import output_path, write_csv, write_text
 
 
 class ReportError(DMLBenchError, RuntimeError):
@@ -34,12 +35,17 @@ def read_config(results_dir: Path | str) -> dict[str, Any]:
     Raises
     ------
     ReportError
-        If the file is missing.
+        If the file is missing, or is not YAML within :mod:`~dml_bench.safe_yaml`'s limits.
     """
+    from . import safe_yaml
+
     path = Path(results_dir) / CONFIG_FILE
     if not path.is_file():
         raise ReportError(f"no experiment config: {path} does not exist")
-    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        return safe_yaml.load_file(path) or {}
+    except yaml.YAMLError as exc:
+        raise ReportError(f"{path}: {safe_yaml.describe(exc)}") from None
 
 
 def paper_table_keys(config: Mapping[str, Any]) -> list[str]:
@@ -225,12 +231,19 @@ def _ours(hit: pd.Series, table: PaperTable, paper_mean: float, paper_std: float
     return {**fields, "ratio": ours / paper_mean, "status": "compared"}
 
 
+#: LaTeX's special characters as text: each is typeset as itself, none is a command
+_TEX_ESCAPES = str.maketrans({
+    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
+    "_": r"\_", "%": r"\%", "^": r"\textasciicircum{}", "~": r"\textasciitilde{}",
+    "\n": " ", "\r": " ",
+})
+
+
 def tex(text: Any) -> str:
-    """Escape LaTeX special characters in a label."""
-    out = str(text)
-    for char in "&%$#_{}":
-        out = out.replace(char, "\\" + char)
-    return out
+    """A label as LaTeX text: the special characters ``\\ { } $ & # ^ _ % ~`` escaped (in one
+    pass, so an escape is never escaped again) and line breaks as spaces, so that no label can
+    run a command, open a group or break the table."""
+    return str(text).translate(_TEX_ESCAPES)
 
 
 def mean_std(mean: float, std: float | None) -> str:
@@ -281,10 +294,19 @@ def comparison_to_latex(comparison: pd.DataFrame) -> str:
     return tabular("llrrrc", header, body)
 
 
-def write_output(path: Path, content: str | pd.DataFrame) -> Path:
-    """Write a report file: a DataFrame as CSV (no index), a string as UTF-8 text."""
+def write_output(folder: Path, name: str, content: str | pd.DataFrame) -> Path:
+    """Write the report file ``folder / name``: a DataFrame as CSV (no index), a string as UTF-8
+    text; returns its path.
+
+    ``name`` must be a plain file name, and the file replaces its old version, never written
+    through a symlink (:mod:`dml_bench.safe_write`).
+
+    Raises
+    ------
+    dml_bench.safe_write.UnsafeOutputName
+        If ``name`` is not a plain file name.
+    """
+    path = output_path(folder, name)
     if isinstance(content, pd.DataFrame):
-        content.to_csv(path, index=False)
-    else:
-        path.write_text(content, encoding="utf-8")
-    return path
+        return write_csv(path, content, index=False)
+    return write_text(path, content)

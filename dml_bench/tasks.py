@@ -51,13 +51,26 @@ class Task:
     tuning_error: float | None = None
     tuning_time: float | None = None
 
+    @functools.cached_property
+    def data_digest(self) -> str | None:
+        """sha256 of the task's data when its name does not fix it: a user's file, OpenML data,
+        a plug-in's arrays (None for the catalogue's datasets; see
+        :func:`~dml_bench.datasets.loader.dataset_digest`). Computed once per task object and
+        pickled with it, so a worker reports the id under which the run planned and claimed the
+        task."""
+        from .datasets.loader import dataset_digest
+
+        return dataset_digest(self.dataset.name, mirror=self.mirror, cache_dir=self.cache_dir)
+
     @property
     def task_id(self) -> str:
         """Hash of every setting that changes the task's result (not paths or n_jobs).
 
         The solver enters with all its effective parameters (defaults included), so changing a
         default recomputes the tasks that relied on it; a ``tune:`` block enters as given (the
-        values it chooses follow from it).
+        values it chooses follow from it). Data whose name does not fix it enters by its content
+        (:attr:`data_digest`), so a file changed in place makes new tasks; the ids of tasks on
+        the catalogue's datasets carry no digest.
         """
         solver = {"name": self.solver.name, "label": self.solver.label,
                   "params": self.solver_params(tuned=False)}
@@ -73,6 +86,9 @@ class Task:
                "stratify": self.stratify, "generator": self.generator,
                "generator_params": self.generator_params, "knn_k": self.knn_k,
                "tie_break": self.tie_break}
+        digest = self.data_digest
+        if digest is not None:
+            key["data_sha256"] = digest
         return hashlib.sha1(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def solver_params(self, tuned: bool = True) -> dict:
@@ -120,12 +136,26 @@ def plan(exp: Experiment, mirror: str | None = None, cache_dir: str | None = Non
 
 
 def _data_problem(name: str, mirror, cache_dir) -> str | None:
+    """Why the dataset ``name`` cannot be loaded (``data not available: …``), or None.
+
+    A fault of the data is a reason, not an error of the run: the loaders' own
+    (:class:`~dml_bench.datasets.DataNotAvailable`), a file that cannot be read (an
+    ``OSError``: no permission, a folder in place of a file) and content that cannot be read as
+    data (``ValueError``, ``EOFError``, ``MemoryError``, named by their type), so that the run
+    skips the dataset and goes on. Other exceptions are bugs and propagate.
+    """
     from .datasets import DataNotAvailable, load_dataset
+    from .registry import describe
 
     try:
         load_dataset(name, mirror=mirror, cache_dir=cache_dir)
     except DataNotAvailable as exc:
         return f"data not available: {exc}"
+    except OSError as exc:
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        return f"data not available: dataset {name!r}: {where}{exc.strerror or describe(exc)}"
+    except (ValueError, EOFError, MemoryError) as exc:  # content that is not data
+        return f"data not available: dataset {name!r}: {describe(exc)}"
     return None
 
 
@@ -146,7 +176,7 @@ def prepare_split(task: Task, fold: tuple | None = None):
     X_fit, y_fit, X_eval, y_eval, *rest = _prepare_split(
         task.dataset, task.split, task.seed, task.train_fraction, task.validation_fraction,
         task.stratify, task.predefined, task.generator, task.generator_params, task.mirror,
-        task.cache_dir, fold)
+        task.cache_dir, fold, task.data_digest)
     if scipy.sparse.issparse(X_fit) and not _accepts_sparse(task.solver.name):
         X_fit, X_eval = X_fit.toarray(), X_eval.toarray()
     return X_fit, y_fit, X_eval, y_eval, *rest
@@ -160,7 +190,7 @@ def _accepts_sparse(solver: str) -> bool:
 
 def split_parts(task: Task) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Indices ``(train, validation, test, split_seed)`` of the task's outer split."""
-    _, y, meta = _load(task.dataset, task.seed, task.mirror, task.cache_dir)
+    _, y, meta = _load(task.dataset, task.seed, task.mirror, task.cache_dir, task.data_digest)
     split_seed = derive_seed(task.seed, task.dataset.name, task.split)
     return (*_outer_split(y, meta, task.dataset.name, split_seed, task.train_fraction,
                           task.validation_fraction, task.stratify, task.predefined), split_seed)
@@ -181,7 +211,9 @@ def _outer_split(y, meta, name, split_seed, train_fraction, validation_fraction,
 
 
 @functools.lru_cache(maxsize=2)
-def _load(entry, seed, mirror, cache_dir):
+def _load(entry, seed, mirror, cache_dir, digest=None):
+    """The entry's data (subsampled); ``digest`` (:attr:`Task.data_digest`) keys the cache only,
+    so that a file changed in place is loaded again."""
     from .datasets import load_dataset
 
     X, y, meta = load_dataset(entry.name, mirror=mirror, cache_dir=cache_dir)
@@ -193,8 +225,8 @@ def _load(entry, seed, mirror, cache_dir):
 
 @functools.lru_cache(maxsize=4)
 def _prepare_split(entry, split, seed, train_fraction, validation_fraction, stratify, predefined,
-                   generator, generator_params, mirror, cache_dir, fold):
-    X, y, meta = _load(entry, seed, mirror, cache_dir)
+                   generator, generator_params, mirror, cache_dir, fold, digest=None):
+    X, y, meta = _load(entry, seed, mirror, cache_dir, digest)
     split_seed = derive_seed(seed, entry.name, split)
     # the validation part (if any) is held out of both: parameter choice uses it
     train, validation, test = _outer_split(y, meta, entry.name, split_seed, train_fraction,

@@ -653,10 +653,19 @@ class VerificationTask:
 
         return SOLVERS[self.solver.name](**self.params()).get_params()
 
+    @functools.cached_property
+    def data_digest(self) -> str | None:
+        """sha256 of the entry's data when its name does not fix it: the user's LFW-SIFT file,
+        a user's file or OpenML data with drawn folds (None for the catalogue's datasets and
+        LFW's pixels; see :func:`~dml_bench.datasets.loader.dataset_digest`). Computed once per
+        task object and pickled with it, as :attr:`dml_bench.tasks.Task.data_digest`."""
+        return data_digest(self.dataset.name, self.path, self.mirror, self.cache_dir)
+
     @property
     def task_id(self) -> str:
         """Hash of every setting that changes the row (not paths, not the tuned values, which
-        follow from the ``tune:`` block)."""
+        follow from the ``tune:`` block); data whose name does not fix it enters by its content
+        (:attr:`data_digest`)."""
         import hashlib
 
         from .solvers import SOLVERS
@@ -672,6 +681,9 @@ class VerificationTask:
                                                    "label": self.dataset.label,
                                                    **self.dataset.preprocessing.to_dict()},
                "solver": solver, "fold": self.fold, "spec": spec, "seed": self.seed}
+        digest = self.data_digest
+        if digest is not None:
+            key["data_sha256"] = digest
         return hashlib.sha1(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -725,14 +737,41 @@ def data_problem(exp, mirror=None, cache_dir=None, load: bool = True) -> str | N
 
 
 def data_source(name: str, path=None, mirror=None, cache_dir=None) -> tuple | None:
-    """For ``lfw_sift``: the file it reads (:func:`~dml_bench.datasets.lfw.lfw_sift_path`) and
-    its modification time, the key of the per-worker table cache; None for other data."""
+    """The key of the per-worker table cache: for ``lfw_sift`` the file it reads
+    (:func:`~dml_bench.datasets.lfw.lfw_sift_path`) and its content digest; for data outside the
+    catalogue (a user's file, OpenML) its content digest; None for other data."""
     from .datasets.lfw import lfw_sift_path
 
     if name != "lfw_sift":
-        return None
+        digest = data_digest(name, path, mirror, cache_dir)
+        return None if digest is None else (None, digest)
     file = lfw_sift_path(path, mirror=mirror, cache_dir=cache_dir)
-    return str(file.absolute()), file.stat().st_mtime_ns
+    return str(file.absolute()), data_digest(name, str(file), mirror, cache_dir)
+
+
+def data_digest(name: str, path=None, mirror=None, cache_dir=None) -> str | None:
+    """sha256 of a verification entry's data when its name does not fix it: the LFW-SIFT file
+    (the user's, :func:`~dml_bench.datasets.lfw.lfw_sift_path`), or a dataset outside the
+    catalogue (:func:`~dml_bench.datasets.loader.dataset_digest`); None for the catalogue's
+    datasets and LFW's pixels. A LFW-SIFT file that cannot be found or read has the digest last
+    recorded for it, else :data:`~dml_bench.datasets.content.UNAVAILABLE`."""
+    from .datasets import DataNotAvailable
+    from .datasets.content import UNAVAILABLE, file_digest, recorded_file_digest
+    from .datasets.loader import dataset_digest
+    from .datasets.lfw import lfw_sift_path
+
+    if name == "lfw_pixels":
+        return None
+    if name != "lfw_sift":
+        return dataset_digest(name, mirror=mirror, cache_dir=cache_dir)
+    try:
+        file = lfw_sift_path(path, mirror=mirror, cache_dir=cache_dir)
+    except DataNotAvailable:
+        return recorded_file_digest(path, cache_dir=cache_dir) if path else UNAVAILABLE
+    try:
+        return file_digest(file, cache_dir=cache_dir)
+    except OSError:
+        return recorded_file_digest(file, cache_dir=cache_dir)
 
 
 @functools.lru_cache(maxsize=2)

@@ -15,6 +15,7 @@ import pandas as pd
 
 from .papers import load_paper_table
 from .results import RunStore
+from .safe_write import output_dir, output_path, save_figure
 from .tables import (ReportError, compare_with_paper, comparison_to_latex, config_order,
                      paper_table_keys, read_config, tabular, tex, write_output)
 from .verification import LFW_TABLES, VERIFICATION_COLUMNS, mean_sem, merged_roc
@@ -98,9 +99,10 @@ def plot_roc(roc: pd.DataFrame, summary: pd.DataFrame, path: Path, title: str) -
            xlim=(0, 1), ylim=(0, 1))
     ax.legend(loc="lower right", fontsize="small")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    try:
+        return save_figure(fig, path, dpi=120)
+    finally:
+        plt.close(fig)
 
 
 def plot_accuracy_vs_pca(summary: pd.DataFrame, path: Path) -> Path:
@@ -119,9 +121,10 @@ def plot_accuracy_vs_pca(summary: pd.DataFrame, path: Path) -> Path:
     ax.set(xlabel="PCA dimension", ylabel="verification accuracy (%)")
     ax.legend(fontsize="small")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    try:
+        return save_figure(fig, path, dpi=120)
+    finally:
+        plt.close(fig)
 
 
 def write_verification_report(results_dir) -> dict[str, Path]:
@@ -151,11 +154,10 @@ def write_verification_report(results_dir) -> dict[str, Path]:
         stem = "comparison_" + key.replace("/", "_")
         outputs[f"{stem}.csv"] = comparison
         outputs[f"{stem}.tex"] = comparison_to_latex(comparison)
-    written = {name: write_output(results_dir / name, content) for name, content in outputs.items()}
-    figures = results_dir / "figures"
-    figures.mkdir(exist_ok=True)
+    written = {name: write_output(results_dir, name, content) for name, content in outputs.items()}
+    figures = output_dir(results_dir, "figures")
     for dataset, curves in roc.groupby("dataset", sort=False):
-        path = figures / f"roc_{dataset}.png"
+        path = output_path(figures, f"roc_{dataset}.png", "figure name")
         written[f"figures/{path.name}"] = plot_roc(
             curves, summary[summary["dataset"] == dataset], path, f"{config.get('name', '')}: {dataset}")
     if summary["pca"].nunique() > 1:

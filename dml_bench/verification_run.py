@@ -24,8 +24,9 @@ from threadpoolctl import threadpool_limits
 
 from . import __version__
 from .execution import (RunSummary, check_labels, execution_backend, failure_row, group_skipped,
-                        land_rows, set_aside_stale, utc_now)
-from .results import TUNE_COLUMNS, RunStore, TaskClaims, _atomic_write
+                        land_rows, rows_saved, set_aside_stale, utc_now)
+from .results import TUNE_COLUMNS, RunStore, TaskClaims, _atomic_write, _refuse_link
+from .safe_write import write_text
 from .verification import (LFW_TABLES, VERIFICATION_COLUMNS, VerificationTask, data_problem,
                            fit_and_score, tuning_tasks, verification_tasks)
 
@@ -93,7 +94,8 @@ def run_verification_experiment(exp, results_root="results", *, mirror=None, cac
 
     The same contract: unfinished tasks only (``force`` recomputes), rows appended as they
     finish, tasks shared with concurrent runs on the folder through claims, rows of tasks the
-    config no longer has refused or (``supersede``) moved aside. View 1 tuning fits of a dataset
+    config no longer has refused or (``supersede``) moved aside, rows counted once they are on
+    disk, logs checked and never written through a symlink. View 1 tuning fits of a dataset
     entry run before its final fits.
 
     Returns
@@ -103,7 +105,10 @@ def run_verification_experiment(exp, results_root="results", *, mirror=None, cac
     labels = check_labels(exp, datasets, solvers)
     store = RunStore(Path(results_root) / exp.name, "runs", VERIFICATION_COLUMNS)
     store.dir.mkdir(parents=True, exist_ok=True)
-    (store.dir / "config.yaml").write_text(yaml.safe_dump(exp.to_dict(), sort_keys=False))
+    tuning = RunStore(store.dir, "tuning", TUNE_COLUMNS)
+    store.check()  # no log written through a symlink; corrupt lines set aside
+    tuning.check()
+    write_text(store.dir / "config.yaml", yaml.safe_dump(exp.to_dict(), sort_keys=False))
     every = verification_tasks(exp, mirror, cache_dir)
     problem = data_problem(exp, mirror, cache_dir)
     tasks, skipped = ([], [(d, s.label, f"data not available: {problem}") for d in labels
@@ -115,7 +120,6 @@ def run_verification_experiment(exp, results_root="results", *, mirror=None, cac
     for entry in exp.datasets:
         if entry.name == "lfw_pixels":
             echo(f"note: {entry.label}: {LFW_TABLES['lfw_pixels']}")
-    tuning = RunStore(store.dir, "tuning", TUNE_COLUMNS)
     set_aside_stale(exp.name, store, tuning, {t.task_id for t in every},
                     {tt.task_id for t in every for tt in tuning_tasks(t)},
                     supersede=supersede, force=force, echo=echo)
@@ -147,11 +151,12 @@ def run_verification_experiment(exp, results_root="results", *, mirror=None, cac
         into.append(row)
         summary.ran += count
 
-    with bar as b, execution_backend(exp.backend, exp.scheduler, exp.n_jobs):
+    with rows_saved(summary, len(todo)), bar as b, \
+            execution_backend(exp.backend, exp.scheduler, exp.n_jobs):
 
         def land(fn, work, into, count=True):
             landed = land_rows(fn, work, into, n_jobs=exp.n_jobs, backend=exp.backend,
-                               claims=claims, require_timing=False, bar=b,
+                               claims=claims, require_timing=False, bar=b, echo=echo,
                                record=lambda row: record(into, row, count))
             if count:
                 summary.elsewhere += len(work) - landed
@@ -182,6 +187,7 @@ def write_scores(results_dir: Path, task_id: str, scores: pd.DataFrame) -> Path:
     """``scores/<task_id>.csv``: the test pairs of a final task (rows of the descriptor table),
     same/not-same and the squared learned distance, written atomically."""
     path = Path(results_dir) / "scores" / f"{task_id}.csv"
+    _refuse_link(path.parent)
     path.parent.mkdir(parents=True, exist_ok=True)
     _atomic_write(path, scores.to_csv(index=False, lineterminator="\n"))
     return path

@@ -32,6 +32,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from .errors import DMLBenchError
+from .safe_write import write_csv
 
 #: the solvers of Ying & Li Fig. 3 / Table 6 against the Euclidean reference, default parameters
 #: (see :func:`run_verification_standin` for why)
@@ -127,7 +128,7 @@ def run_verification_standin(out_dir, dataset: str = "yale_b", solvers=SOLVERS, 
     written = {"folds_csv": out_dir / FOLDS_FILE, "summary_csv": out_dir / SUMMARY_FILE,
                "roc_csv": out_dir / ROC_FILE}
     for table, key in ((folds_table, "folds_csv"), (summary, "summary_csv"), (roc, "roc_csv")):
-        table.to_csv(written[key], index=False)
+        write_csv(written[key], table, index=False)
     title = (f"{dataset}: restricted verification, {n_folds} folds of {n_matched} + "
              f"{n_mismatched} pairs, PCA {pca}")
     written.update(plot_roc(rocs, summary, out_dir, title))

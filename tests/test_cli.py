@@ -236,3 +236,56 @@ def test_an_exception_that_a_sigterm_caused_exits_like_the_sigterm(monkeypatch):
     monkeypatch.delenv("DMLBENCH_DEBUG", raising=False)
     result = CliRunner().invoke(group, ["work"])
     assert result.exit_code == 128 + signal.SIGTERM and "Traceback" not in result.output
+
+
+JOBS = "must be a positive number of workers or -1 (all cores)"
+FORCE_SUPERSEDE = ("--force and --supersede contradict each other: --force recomputes every "
+                   "task, --supersede keeps the finished ones (both move the rows of tasks the "
+                   "config no longer has aside); give one")
+RESTRICTED = {**TINY, "datasets": [{"name": "wine", "solvers": ["euclidean"]}, {"name": "iris"}]}
+
+
+@pytest.mark.parametrize("options, line", [
+    (["-j", "0"], f"-j 0: {JOBS}"),
+    (["-j", "-4"], f"-j -4: {JOBS}"),
+    (["--scheduler", "tcp://127.0.0.1:1"],
+     "--scheduler tcp://127.0.0.1:1 needs --backend dask (the config's backend is sequential)"),
+    (["--timing", "-j", "2"], "--timing runs one task at a time so that fit times compare: it "
+                              "cannot be combined with -j 2"),
+    (["--timing", "--backend", "dask"], "--timing runs one task at a time in this process so "
+                                        "that fit times compare: it cannot be combined with "
+                                        "--backend dask"),
+    (["--force", "--supersede"], FORCE_SUPERSEDE),
+    (["--dataset", "wine", "--solver", "dml_eig"],
+     "--dataset wine --solver dml_eig select no task of tiny: the chosen datasets' entries "
+     "restrict their solvers (`solvers:`) to others"),
+])
+def test_contradictory_run_options_are_refused_before_any_work(tmp_path, write_yaml, options,
+                                                               line):
+    cfg = write_yaml(RESTRICTED, "tiny.yaml")
+    result = invoke("run", cfg, *options, "--results-dir", tmp_path / "results")
+    assert result.exit_code == 2
+    assert result.output == f"error: {line}\n"
+    assert not (tmp_path / "results").exists()
+
+
+def test_all_cores_is_still_a_number_of_jobs(tmp_path, write_yaml):
+    cfg = write_yaml({**TINY, "datasets": [{"name": "wine"}], "solvers": [{"name": "euclidean"}]},
+                     "tiny.yaml")
+    result = invoke("run", cfg, "-j", "-1", "--results-dir", tmp_path / "results")
+    assert result.exit_code == 0, result.output
+    assert "tiny: 3 tasks run, 0 already done, 0 failed" in result.stdout
+
+
+@pytest.mark.parametrize("command, line", [
+    (["leaderboard", "-j", "0"], f"-j 0: {JOBS}"),
+    (["reproduce", "ying2012-table4", "-j", "-2"], f"-j -2: {JOBS}"),
+    (["reproduce", "ying2012-table4", "--force", "--supersede"], FORCE_SUPERSEDE),
+])
+def test_contradictory_options_of_the_other_runs_are_refused(tmp_path, monkeypatch, command,
+                                                             line):
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*command, "--results-dir", tmp_path / "results")
+    assert result.exit_code == 2
+    assert result.output == f"error: {line}\n"
+    assert list(tmp_path.iterdir()) == [tmp_path / "dataset-cache"]

@@ -1,13 +1,20 @@
 """knn_triplets: targets / impostors worked out by hand, the counts of Ying & Li (2012) Table 3,
 constraints that only ever reference the training part of a split, and the disk cache of
-generated constraints (checked against a fresh computation)."""
+generated constraints (checked against a fresh computation), which recomputes every entry it
+cannot trust and never loads a pickle."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import io
+import json
+import pickle
 import sys
 import textwrap
 import warnings
+import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,9 +23,11 @@ from dml_bench.config import parse_config
 from dml_bench import tasks
 from dml_bench.constraints import GENERATORS, Constraints, generate, knn_triplets
 from dml_bench.datasets import load_dataset
+from dml_bench.errors import DMLBenchWarning
 from dml_bench.preprocess import Preprocessing
 from dml_bench.splits import derive_seed, train_test_split_indices
 from dml_bench.tasks import plan, prepare_split
+from fault_cases.security_code import Planted, _flip
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
 
@@ -291,6 +300,7 @@ def test_an_unusable_cache_costs_only_time(tmp_path, monkeypatch):
         got, _ = generate("counted", X, y, {"k": 3}, blocker)
     assert _same(got, knn_triplets(X, y, 3)) and gen.CALLS == [len(y)]
     assert [str(w.message).split(" (")[0] for w in caught] == [f"constraint cache {blocker} not used"]
+    assert caught[0].category is DMLBenchWarning
 
 
 def test_a_new_worker_loads_a_folds_constraints_from_the_dataset_cache(tmp_cache):
@@ -304,4 +314,146 @@ def test_a_new_worker_loads_a_folds_constraints_from_the_dataset_cache(tmp_cache
     tasks._prepare_split.cache_clear()
     *_, c_again, seconds_again, _ = prepare_split(task)
     assert _same(c_again, c) and seconds_again == seconds
-    assert len(list((tmp_cache / "constraints").rglob("output.pkl"))) == 1
+    stored = sorted(p.name for p in (tmp_cache / "constraints").iterdir())
+    assert len(stored) == 2 and stored[0].startswith("knn_triplets-")
+    assert [Path(n).suffix for n in stored] == [".json", ".npz"]
+
+
+# --------------------------------------------------------------------------- damaged entries
+#
+# Every entry the cache cannot trust is recomputed (the generator runs again, its result equals
+# a fresh computation) with one line on stderr, and rewritten so that the next call reads it.
+
+
+
+def _entry(store: Path) -> tuple[Path, Path]:
+    (npz,) = store.glob("counted-*.npz")
+    return npz, npz.with_suffix(".json")
+
+
+def _object_npy(obj) -> bytes:
+    """A ``.npy`` holding an object array of ``[obj]``, laid out as numpy writes one (a pickle
+    after the header), built by hand."""
+    out = io.BytesIO()
+    np.lib.format.write_array_header_1_0(out, {"descr": "|O", "fortran_order": False, "shape": (1,)})
+    out.write(pickle.dumps(np.array([obj, None], dtype=object)[:1], protocol=4))
+    return out.getvalue()
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return out.getvalue()
+
+
+def _rehash(npz: Path, meta: Path):
+    """The entry's checksum file rewritten to match its (replaced) .npz, as someone who planted
+    it would."""
+    info = json.loads(meta.read_text())
+    info["sha256"] = hashlib.sha256(npz.read_bytes()).hexdigest()
+    meta.write_text(json.dumps(info))
+
+
+def _npy(array) -> bytes:
+    out = io.BytesIO()
+    np.lib.format.write_array(out, np.asarray(array), allow_pickle=False)
+    return out.getvalue()
+
+
+
+
+def _truncate(npz, meta, marker):
+    npz.write_bytes(npz.read_bytes()[:100])
+    return "checksum mismatch"
+
+
+def _pickle_as_npz(npz, meta, marker):
+    npz.write_bytes(pickle.dumps(Planted(marker)))
+    return "checksum mismatch"
+
+
+def _pickle_with_its_checksum(npz, meta, marker):
+    npz.write_bytes(pickle.dumps(Planted(marker)))
+    _rehash(npz, meta)
+    return "not a readable .npz: File is not a zip file"
+
+
+def _object_array_with_its_checksum(npz, meta, marker):
+    npz.write_bytes(_zip({"similar.npy": _object_npy(Planted(marker)),
+                          "dissimilar.npy": _npy(np.zeros((0, 2), int)),
+                          "triplets.npy": _npy(np.zeros((0, 3), int))}))
+    _rehash(npz, meta)
+    return "member 'similar.npy' holds Python objects (a pickle), which are never loaded"
+
+
+def _foreign_checksum(npz, meta, marker):
+    info = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**info, "key": "0" * 64}))
+    return f"its checksum file {meta.name} is another entry's"
+
+
+def _junk_checksum(npz, meta, marker):
+    meta.write_text("{not json")
+    return f"its checksum file {meta.name} is not one"
+
+
+def _missing_npz(npz, meta, marker):
+    npz.unlink()
+    return "its data file is missing"
+
+
+def _out_of_range(npz, meta, marker):
+    npz.write_bytes(_zip({"similar.npy": _npy([[0, 9999]]), "dissimilar.npy": _npy(np.zeros((0, 2), int)),
+                          "triplets.npy": _npy(np.zeros((0, 3), int))}))
+    _rehash(npz, meta)
+    return "similar holds indices outside 0..177"
+
+
+def _floats(npz, meta, marker):
+    npz.write_bytes(_zip({"similar.npy": _npy([[0.5, 1.0]]), "dissimilar.npy": _npy(np.zeros((0, 2), int)),
+                          "triplets.npy": _npy(np.zeros((0, 3), int))}))
+    _rehash(npz, meta)
+    return "similar is a (1, 2) float64 array, not (m, 2) integers"
+
+
+def _wrong_members(npz, meta, marker):
+    npz.write_bytes(_zip({"similar.npy": _npy(np.zeros((0, 2), int))}))
+    _rehash(npz, meta)
+    return "it holds ['similar'], not ['dissimilar', 'similar', 'triplets']"
+
+
+def _huge_header(npz, meta, marker):
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<i8", "fortran_order": False,
+                                                  "shape": (2**40, 3)})
+    npz.write_bytes(_zip({"similar.npy": header.getvalue() + b"\0" * 48,
+                          "dissimilar.npy": _npy(np.zeros((0, 2), int)),
+                          "triplets.npy": _npy(np.zeros((0, 3), int))}))
+    _rehash(npz, meta)
+    return "member 'similar.npy' declares an array of 24.0 TiB (1099511627776 × 3 int64), more than"
+
+
+@pytest.mark.parametrize("damage", [_flip, _truncate, _pickle_as_npz, _pickle_with_its_checksum,
+                                    _object_array_with_its_checksum, _foreign_checksum,
+                                    _junk_checksum, _missing_npz, _out_of_range, _floats,
+                                    _wrong_members, _huge_header])
+def test_a_damaged_or_foreign_entry_is_recomputed_with_one_line(tmp_path, monkeypatch, capsys,
+                                                                damage):
+    gen = _counted_generator(tmp_path, monkeypatch)
+    X, y = _wine()
+    store, marker = tmp_path / "store", tmp_path / "unpickled"
+    first, _ = generate("counted", X, y, {"k": 3}, store)
+    npz, meta = _entry(store)
+    reason = damage(npz, meta, marker)
+    capsys.readouterr()
+    again, _ = generate("counted", X, y, {"k": 3}, store)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        f"warning: constraint cache entry {npz} is damaged ({reason}"), err
+    assert err[0].endswith("); recomputed")
+    assert gen.CALLS == [len(y), len(y)] and _same(again, knn_triplets(X, y, 3))
+    assert not marker.exists()  # no pickle was ever loaded
+    generate("counted", X, y, {"k": 3}, store)  # rewritten: read, not computed, no warning
+    assert gen.CALLS == [len(y), len(y)] and capsys.readouterr().err == ""

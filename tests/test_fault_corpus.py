@@ -1,19 +1,18 @@
-"""The fault corpus: bad input met by `dmlbench run`, each ending in one line, never a traceback.
+"""The fault corpus: every fault a user, or a colleague's config, results folder, data file or
+cache, can bring ends in one line and an exit status, never a traceback, writes nothing outside
+the results folder and the dataset cache, and loses or duplicates no finished row.
 
-Every case runs the command line on a results folder that already holds finished rows, and
-asserts the exit status, the one line that explains the fault (``error: …`` or the dataset's
-``skipped … : <reason>`` line, after which the run goes on) and that no finished row was lost.
-Killing a run with ``kill -9`` and rerunning it (every task exactly once) is
-``test_runner.py::test_killed_run_resumes_each_task_once``; two runs started together on one
-folder, ``test_runner.py::test_two_runs_on_one_folder_share_the_tasks``.
+The cases live in ``tests/fault_cases/`` (one module per family, see its docstring); this file
+runs them all through one parametrised test. Each case starts from a results folder holding the
+finished rows of ``fault_cases.GOOD`` (2 tasks), a working folder that is the current directory,
+an empty dataset cache, and a folder ``outside`` that must stay untouched.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
-import urllib.error
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -24,20 +23,12 @@ from click.testing import CliRunner
 
 from dml_bench import tasks
 from dml_bench.cli import main
-from dml_bench.datasets import DATASETS, DatasetSpec, Parsed, files, loader
+from dml_bench.datasets import DATASETS, DatasetSpec, Parsed, loader
 from dml_bench.datasets.generators import generated
+from dml_bench.results import log_segments
+from fault_cases import FAMILIES, GOOD, Ctx, all_cases
 
-pytestmark = pytest.mark.usefixtures("tmp_cache")
-
-NAME = "corpus"
-GOOD = {"name": NAME, "datasets": [{"name": "wine"}], "solvers": [{"name": "euclidean"}],
-        "split": {"n_splits": 2}, "execution": {"backend": "sequential"}}
-
-
-def config(**changes):
-    """GOOD with top-level keys replaced (``None`` deletes one)."""
-    cfg = {**GOOD, **changes}
-    return {k: v for k, v in cfg.items() if v is not None}
+CASES = all_cases()
 
 
 def toy(name, transform=None, n_classes=2):
@@ -53,205 +44,153 @@ def toy(name, transform=None, n_classes=2):
                        generated=True)
 
 
-def with_nan(X, y):
-    X[3, 1] = np.nan
+def _set(X, y, where, value):
+    X[where] = value
     return X, y
 
 
-def with_inf(X, y):
-    X[5, 0] = np.inf
-    return X, y
-
-
-def with_constant_column(X, y):
-    X[:, 2] = 7.0
-    return X, y
-
-
-@dataclass
-class Case:
-    """One fault: the config (dict or raw text), extra CLI arguments, what to damage first."""
-
-    id: str
-    cfg: object = field(default_factory=lambda: dict(GOOD))
-    args: tuple = ()
-    setup: str = ""  # a fault applied to the environment (see apply_setup)
-    code: int = 2
-    line: str = ""  # a fragment of the one line that explains the fault
-    rows_after: int | None = None  # rows in runs.csv afterwards (default: the 2 kept)
-
-
-PIMA_RUN = config(datasets=[{"name": "pima"}, {"name": "wine"}])
-SKIPPED = "skipped pima × euclidean: data not available: dataset 'pima'"
-CASES = [
-    # --- bad configs
-    Case("unknown-top-key", {**GOOD, "solver": []}, line="corpus.yaml: solver: unknown key"),
-    Case("unknown-dataset-key", config(datasets=[{"name": "wine", "normalise": "zscore"}]),
-         line="datasets[0].normalise: unknown key (did you mean 'normalize'?)"),
-    Case("unknown-solver-key", config(solvers=[{"name": "euclidean", "param": {}}]),
-         line="solvers[0].param: unknown key (did you mean 'params'?)"),
-    Case("n_splits-wrong-type", config(split={"n_splits": "ten"}),
-         line="split.n_splits: expected int, got str 'ten'"),
-    Case("n_splits-zero", config(split={"n_splits": 0}), line="split.n_splits: must be at least 1"),
-    Case("n_splits-negative", config(split={"n_splits": -3}),
-         line="split.n_splits: must be at least 1"),
-    Case("dataset-n_splits-zero", config(datasets=[{"name": "wine", "n_splits": 0}]),
-         line="datasets[0].n_splits: must be at least 1"),
-    Case("train_fraction-zero", config(split={"train_fraction": 0}),
-         line="split.train_fraction: must be in (0, 1), got 0"),
-    Case("train_fraction-one", config(split={"train_fraction": 1.0}),
-         line="split.train_fraction: must be in (0, 1), got 1.0"),
-    Case("train_fraction-negative", config(split={"train_fraction": -0.2}),
-         line="split.train_fraction: must be in (0, 1), got -0.2"),
-    Case("train_fraction-string", config(split={"train_fraction": "70%"}),
-         line="split.train_fraction: expected int or float, got str '70%'"),
-    Case("unknown-dataset", config(datasets=["wne"]),
-         line="datasets[0].name: unknown dataset 'wne'. Did you mean 'wine'?"),
-    Case("unknown-solver", config(solvers=["dml_eigg"]),
-         line="solvers[0].name: unknown solver 'dml_eigg'. Did you mean 'dml_eig'?"),
-    Case("unknown-generator", config(constraints={"generator": "knn_triplet"}),
-         line="unknown constraint generator 'knn_triplet'. Did you mean 'knn_triplets'?"),
-    Case("unknown-solver-parameter", config(solvers=[{"name": "dml_eig", "params": {"muu": 1}}]),
-         line="solvers[0].params.muu: unknown parameter (did you mean 'mu'?)"),
-    Case("name-with-slash", config(name="../elsewhere"), line="name: must be a non-empty name"),
-    Case("name-dot-dot", config(name=".."), line="other than '.' and '..'"),
-    Case("name-with-backslash", config(name="a\\b"), line="name: must be a non-empty name"),
-    Case("empty-yaml", "", line="<top>: expected a mapping, got NoneType"),
-    Case("yaml-list", "- wine\n- iris\n", line="<top>: expected a mapping, got list"),
-    Case("yaml-scalar", "just words\n", line="<top>: expected a mapping, got str"),
-    Case("not-yaml", "name: t\nkey: value: other\n",
-         line="not valid YAML: line 2, column 11: mapping values are not allowed here"),
-    Case("no-datasets", config(datasets=[]), line="datasets: needs at least one dataset"),
-    Case("solvers-not-list", config(solvers="euclidean"),
-         line="solvers: expected list, got str 'euclidean'"),
-    Case("dataset-entry-number", config(datasets=[7]),
-         line="datasets[0]: expected a mapping, got int"),
-    Case("k-too-large", config(constraints={"params": {"k": 40}}),
-         line="constraints.params.k: k = 40 needs more than k training points per class"),
-    Case("missing-config-file", args=("--missing",), line="missing.yaml: <top>: file not found"),
-    Case("unknown-dataset-label", args=("--dataset", "wien"),
-         line="unknown dataset label of corpus 'wien'. Did you mean 'wine'?"),
-    Case("unknown-solver-label", args=("--solver", "euclidian"),
-         line="unknown solver label of corpus 'euclidian'. Did you mean 'euclidean'?"),
-    # --- results folder
-    Case("changed-config-would-supersede", config(evaluation={"knn_k": 5}),
-         line="the config no longer contains the tasks of 2 finished rows of runs.csv"),
-    Case("torn-last-line-in-runs-csv", setup="torn-runs-line", code=0, line="corpus: 0 tasks run, "
-         "2 already done"),
-    Case("results-dir-is-a-file", setup="results-dir-file", code=1, line="results/corpus: Not a directory"),
-    # --- data faults: the dataset is skipped with the reason, the run goes on (exit 0)
-    Case("corrupt-mirror-file", PIMA_RUN, setup="flip-byte", code=0,
-         line=f"{SKIPPED}: sha256 mismatch"),
-    Case("truncated-mirror-file", PIMA_RUN, setup="truncate", code=0,
-         line=f"{SKIPPED}: sha256 mismatch"),
-    Case("missing-mirror-folder", PIMA_RUN, setup="no-mirror-folder", code=0,
-         line="(missing pima/pima-indians-diabetes.csv); mirror folder "),
-    Case("nan-features", config(datasets=[{"name": "toy_nan"}, {"name": "wine"}]), code=0,
-         line="skipped toy_nan × euclidean: data not available: dataset 'toy_nan': data parsed "
-              "from the generator has non-finite feature values"),
-    Case("inf-features", config(datasets=[{"name": "toy_inf"}, {"name": "wine"}]), code=0,
-         line="skipped toy_inf × euclidean: data not available: dataset 'toy_inf'"),
-    # --- data that runs, or fails task by task with the reason in errors.csv
-    Case("constant-feature", config(datasets=[{"name": "toy_constant"}, {"name": "wine"}],
-                                    solvers=["euclidean", "dml_eig"]), code=0,
-         line="corpus: 6 tasks run, 2 already done, 0 failed", rows_after=8),
-    Case("one-class-training-split", config(datasets=[{"name": "toy_one_class"}, "wine"],
-                                            constraints={"params": {"k": 3}}),
-         setup="", code=1, line="error: 2 task(s) failed; see"),
-]
-SETUPS = {"torn-runs-line", "results-dir-file", "flip-byte", "truncate", "no-mirror-folder", ""}
+TOYS = (toy("toy_nan", lambda X, y: _set(X, y, (3, 1), np.nan)),
+        toy("toy_inf", lambda X, y: _set(X, y, (5, 0), np.inf)),
+        toy("toy_constant", lambda X, y: _set(X, y, (slice(None), 2), 7.0)),
+        toy("toy_one_class", n_classes=1))
 
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     """A results folder with GOOD's two finished rows, made once and copied per case."""
-    root = tmp_path_factory.mktemp("finished") / "results"
-    cfg = root.parent / "good.yaml"
+    root = tmp_path_factory.mktemp("finished")
+    cfg = root / "good.yaml"
     cfg.write_text(yaml.safe_dump(GOOD))
-    result = CliRunner().invoke(main, ["run", str(cfg), "--results-dir", str(root)])
+    old = os.environ.get("DMLBENCH_CACHE")
+    os.environ["DMLBENCH_CACHE"] = str(root / "cache")
+    try:
+        result = CliRunner().invoke(main, ["run", str(cfg), "--results-dir", str(root / "results")])
+    finally:
+        if old is None:
+            os.environ.pop("DMLBENCH_CACHE")
+        else:
+            os.environ["DMLBENCH_CACHE"] = old
     assert result.exit_code == 0, result.output
-    return root
+    return root / "results"
 
 
 @pytest.fixture
 def toys(monkeypatch):
     """The generated toy datasets of the corpus, registered for the test only."""
-    for spec in (toy("toy_nan", with_nan), toy("toy_inf", with_inf),
-                 toy("toy_constant", with_constant_column), toy("toy_one_class", n_classes=1)):
+    for spec in TOYS:
         monkeypatch.setitem(DATASETS._items, spec.name, spec)
-    loader._load.cache_clear()
-    tasks._load.cache_clear()
-    tasks._prepare_split.cache_clear()
+    _clear_caches()
     yield
+    _clear_caches()
+
+
+def _clear_caches():
     loader._load.cache_clear()
     tasks._load.cache_clear()
     tasks._prepare_split.cache_clear()
 
 
-def apply_setup(setup: str, tmp_path: Path, results: Path, monkeypatch) -> None:
-    """Damage the environment: the results folder, or a copy of the mirror's pima file."""
-    runs = results / NAME / "runs.csv"
-    if setup == "torn-runs-line":  # a run killed in the middle of writing its last row
-        with open(runs, "a") as fh:
-            fh.write("deadbeefdeadbeef,corpus,wine,0,12")
-    elif setup == "results-dir-file":
-        shutil.rmtree(results)
-        results.write_text("not a folder\n")
-    elif setup in ("flip-byte", "truncate", "no-mirror-folder"):
-        mirror = tmp_path / "mirror"
-        monkeypatch.setenv("DMLBENCH_DATA_MIRROR", str(mirror))
-        if setup == "no-mirror-folder":  # and no network, wherever the test runs
-            def unreachable(request, timeout=None, **kwargs):
-                raise urllib.error.URLError(OSError(-2, "Name or service not known"))
-            monkeypatch.setattr(files.urllib.request, "urlopen", unreachable)
-            return
-        source = Path(os.environ["DMLBENCH_REAL_MIRROR"])
-        data = (source / "pima" / "pima-indians-diabetes.csv").read_bytes()
-        (mirror / "pima").mkdir(parents=True)
-        damaged = (data[:100] + bytes([data[100] ^ 1]) + data[101:] if setup == "flip-byte"
-                   else data[: len(data) // 2])
-        (mirror / "pima" / "pima-indians-diabetes.csv").write_bytes(damaged)
+def snapshot(*folders: Path, skip: tuple[Path, ...] = ()) -> dict:
+    """``{path: (kind, size, mtime, sha256)}`` of everything under ``folders`` but ``skip``."""
+    seen = {}
+    for folder in folders:
+        for dirpath, dirnames, filenames in os.walk(folder):
+            here = Path(dirpath)
+            dirnames[:] = [d for d in dirnames if here / d not in skip]
+            for name in dirnames + filenames:
+                path = here / name
+                st = path.lstat()
+                if path.is_symlink():
+                    seen[path] = ("link", os.readlink(path))
+                elif path.is_file():
+                    seen[path] = ("file", st.st_size, st.st_mtime_ns,
+                                  hashlib.sha256(path.read_bytes()).hexdigest())
+                else:
+                    seen[path] = ("dir", st.st_mode)
+    return seen
 
 
-@pytest.fixture
-def real_mirror(monkeypatch):
-    """The read-only mirror's folder, for copying pima (its damaged copy goes to tmp_path)."""
-    value = os.environ.get("DMLBENCH_DATA_MIRROR")
-    if not value or not (Path(value) / "pima").is_dir():
-        pytest.skip("needs the offline dataset mirror with pima: set DMLBENCH_DATA_MIRROR")
-    monkeypatch.setenv("DMLBENCH_REAL_MIRROR", value)
+def finished_rows(run_dir: Path) -> list[tuple]:
+    """``(task_id, finished_at)`` of every row in the experiment's runs log and its superseded
+    rows."""
+    rows = []
+    for log in (run_dir / "runs.csv", run_dir / "runs_superseded.csv"):
+        for seg in log_segments(log):
+            if seg.is_file() and not seg.is_symlink() and seg.stat().st_size:
+                frame = pd.read_csv(seg, dtype={"task_id": str, "finished_at": str})
+                rows += list(zip(frame["task_id"], frame["finished_at"]))
+    return rows
+
+
+def run_rows(run_dir: Path) -> pd.DataFrame:
+    frames = [pd.read_csv(s, dtype={"task_id": str}) for s in log_segments(run_dir / "runs.csv")
+              if s.is_file() and s.stat().st_size]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["task_id"])
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_fault_ends_in_one_line_and_keeps_finished_rows(case, finished, tmp_path, monkeypatch,
-                                                        request, toys):
-    assert case.setup in SETUPS
-    if case.setup in ("flip-byte", "truncate"):
-        request.getfixturevalue("real_mirror")
-    results = tmp_path / "results"
+def test_fault(case, finished, tmp_path, monkeypatch, toys):
+    assert case.family in FAMILIES
+    work, results, cache, outside = (tmp_path / n for n in ("work", "results", "cache", "outside"))
+    for folder in (work, cache, outside):
+        folder.mkdir()
+    (outside / "keep.txt").write_text("must stay\n")
     shutil.copytree(finished, results)
-    before = pd.read_csv(results / NAME / "runs.csv", dtype={"task_id": str})
-    apply_setup(case.setup, tmp_path, results, monkeypatch)
-    cfg = tmp_path / "corpus.yaml"
-    cfg.write_text(case.cfg if isinstance(case.cfg, str) else yaml.safe_dump(case.cfg))
-    args = ["run", str(tmp_path / "missing.yaml") if "--missing" in case.args else str(cfg),
-            *[a for a in case.args if a != "--missing"], "--results-dir", str(results)]
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("DMLBENCH_CACHE", str(cache))
+    monkeypatch.delenv("DMLBENCH_DEBUG", raising=False)
+    monkeypatch.delenv("DMLBENCH_ALLOW_PLUGINS", raising=False)
+    ctx = Ctx(work, results, cache, outside, work / "corpus.yaml", monkeypatch)
+    cfg = case.cfg
+    ctx.cfg.write_bytes(cfg if isinstance(cfg, bytes) else
+                        (cfg if isinstance(cfg, str) else yaml.safe_dump(cfg)).encode())
+    before_rows = finished_rows(ctx.run_dir)
+    if case.setup:
+        case.setup(ctx)
+    before = snapshot(tmp_path, skip=(results, cache))
+    expected_line = ctx.fill(case.line)
 
-    result = CliRunner().invoke(main, args)
+    if case.call is not None:
+        with pytest.raises(case.raises) as info:
+            case.call(ctx)
+        message = str(info.value)
+        assert "\n" not in message
+        assert message == expected_line
+        output = message
+    else:
+        if case.invoke is not None:
+            code, output = case.invoke(ctx)
+        else:
+            argv = [ctx.fill(a) for a in case.argv]
+            if argv[0] == "run" and "--results-dir" not in argv:
+                argv += ["--results-dir", str(results)]
+            result = CliRunner().invoke(main, argv)
+            code, output = result.exit_code, result.output
+            assert result.exception is None or isinstance(result.exception, SystemExit), (
+                repr(result.exception), output)
+        assert code == case.code, output
+        assert "Traceback" not in output, output
+        lines = output.splitlines()
+        errors = [line for line in lines if line.startswith("error:")]
+        if case.code:
+            assert errors == [f"error: {expected_line}"], lines
+        else:
+            assert not errors, lines
+            assert expected_line in lines, f"{expected_line!r} not in {lines}"
 
-    assert result.exit_code == case.code, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert "Traceback" not in result.output
-    lines = result.output.splitlines()
-    errors = [line for line in lines if line.startswith("error:")]
-    assert len(errors) == (case.code != 0), lines  # a failure is exactly one error line
-    assert any(case.line in line for line in lines), f"{case.line!r} not in {lines}"
-    if results.is_dir():
-        after = pd.read_csv(results / NAME / "runs.csv", dtype={"task_id": str})
-        assert set(before["task_id"]) <= set(after["task_id"])  # nothing finished is lost
-        assert after["task_id"].is_unique
-        assert len(after) == (case.rows_after or len(before))
+    assert snapshot(tmp_path, skip=(results, cache)) == before  # nothing written outside
+    after_rows = finished_rows(ctx.run_dir) if ctx.run_dir.is_dir() else before_rows
+    for row in before_rows:  # every finished row is still there, exactly once
+        assert after_rows.count(row) == 1, (row, after_rows)
+    if ctx.run_dir.is_dir() and (ctx.run_dir / "runs.csv").is_file():
+        rows = run_rows(ctx.run_dir)
+        assert rows["task_id"].is_unique
+        assert len(rows) == (len(before_rows) if case.rows_after is None else case.rows_after)
+    if case.check:
+        case.check(ctx, output)
 
 
-def test_corpus_is_large_enough():
-    assert len(CASES) >= 30 and len({c.id for c in CASES}) == len(CASES)
+def test_corpus_covers_every_family():
+    assert len(CASES) >= 60
+    assert len({c.id for c in CASES}) == len(CASES)
+    assert {c.family for c in CASES} == set(FAMILIES)

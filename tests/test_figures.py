@@ -87,3 +87,60 @@ def test_series_by_a_solver_parameter(tmp_path):
             "series": "solver.divergence"}
     data = figure_data(runs, spec, RunStore(tmp_path))
     assert list(zip(data["series"], data["x"])) == [("f", 0.1), ("v", 1.0)]
+
+
+@pytest.mark.parametrize("name,message", [
+    ("/tmp/x", "must be a plain file name, without '/', '\\' or NUL, got '/tmp/x'"),
+    ("../x", "must be a plain file name, without '/', '\\' or NUL, got '../x'"),
+    ("a\\b", "must be a plain file name, without '/', '\\' or NUL, got 'a\\\\b'"),
+    ("..", "must be a plain file name, other than '.' and '..', got '..'"),
+    ("", "must be a non-empty file name, got ''"),
+])
+def test_figure_names_that_leave_the_folder_are_refused_by_the_config(name, message):
+    figure = {"name": name, "kind": "bar", "x": "label", "y": "error"}
+    with pytest.raises(ConfigError) as info:
+        parse_config({**BASE, "figures": [figure]}, source="t", check_data=False)
+    assert str(info.value).endswith(f"figures[0].name: {message}")
+
+
+@pytest.mark.parametrize("name", ["/tmp/x", "../x", "a\\b", "sub/x"])
+def test_figure_names_that_leave_the_folder_are_refused_at_write_time(name, tmp_path):
+    from dml_bench.figures import write_figures
+    from dml_bench.safe_write import UnsafeOutputName
+
+    results = tmp_path / "results"
+    results.mkdir()
+    spec = {"name": name, "kind": "bar", "x": "label", "y": "error", "panels": "dataset",
+            "series": "label"}
+    runs = runs_frame().assign(label=["a", "a", "b", "b"], dataset="wine")
+    data = figure_data(runs, spec, RunStore(results))
+    for write in (lambda: plot_figure(data, spec, results / "figures"),
+                  lambda: write_figures(results, runs, {"figures": [spec]})):
+        with pytest.raises(UnsafeOutputName) as info:
+            write()
+        assert str(info.value) == (f"figure name {name!r}: must be a plain file name, without "
+                                   "'/', '\\' or NUL")
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["results"]
+
+
+def test_figures_replace_symlinks_and_a_symlinked_figures_folder(tmp_path):
+    from dml_bench.figures import write_figures
+
+    outside, results = tmp_path / "outside", tmp_path / "results"
+    outside.mkdir()
+    results.mkdir()
+    (outside / "b.png").write_bytes(b"theirs")
+    (results / "figures").symlink_to(outside, target_is_directory=True)
+    spec = {"name": "b", "kind": "bar", "x": "label", "y": "error", "panels": "dataset",
+            "series": "label"}
+    runs = runs_frame().assign(label=["a", "a", "b", "b"], dataset="wine")
+    paths = write_figures(results, runs, {"figures": [spec]})["b"]
+    assert [p.name for p in paths] == ["b.csv", "b.png", "b.pdf"]
+    assert not (results / "figures").is_symlink()
+    assert [p.name for p in outside.iterdir()] == ["b.png"]
+    assert (outside / "b.png").read_bytes() == b"theirs"
+    (results / "figures" / "b.png").unlink()
+    (results / "figures" / "b.png").symlink_to(outside / "b.png")
+    write_figures(results, runs, {"figures": [spec]})
+    assert (outside / "b.png").read_bytes() == b"theirs"
+    assert (results / "figures" / "b.png").read_bytes()[:4] == b"\x89PNG"

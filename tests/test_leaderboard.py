@@ -316,8 +316,8 @@ def test_a_cell_stopped_by_a_signal_is_one_line_and_takes_its_workers_along(smal
     data["execution"]["n_jobs"] = 2
     data["leaderboard"] = {"fit_budget_seconds": 600, "memory_gb": 8}
     small_board.write_text(yaml.safe_dump(data))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH",
-                                                                                  "")])}
+    env = {**os.environ, "DMLBENCH_ALLOW_PLUGINS": "1",  # the sleeper is a plug-in
+           "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
     board = subprocess.Popen([sys.executable, "-m", "dml_bench.cli", "leaderboard", "--config",
                               str(small_board), "--results-dir", str(tmp_path / "r")],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
@@ -361,6 +361,7 @@ def test_a_concurrent_runs_rows_do_not_hide_a_fit_over_the_budget(small_board, t
     monkeypatch.syspath_prepend(str(site))  # the board (here) and its cell's child process
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site),
                                                       os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("DMLBENCH_ALLOW_PLUGINS", "1")  # the sleeper is a plug-in
     data = yaml.safe_load(small_board.read_text())
     data["datasets"] = [{"name": "iris"}]
     data["solvers"] = [{"name": "dmlb_sleeper:Sleeper", "label": "sleeper"}, {"name": "lda"}]
@@ -407,6 +408,7 @@ def test_a_fit_within_the_budget_passes_however_long_its_task_evaluates(small_bo
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site),
                                                       os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("DMLBENCH_ALLOW_PLUGINS", "1")  # the sleeper is a plug-in
     data = yaml.safe_load(small_board.read_text())
     data["datasets"] = [{"name": "iris"}]
     data["solvers"] = [{"name": "dmlb_sleeper:Sleeper", "label": "sleeper",
@@ -426,25 +428,26 @@ def test_the_watch_reads_each_landed_fit_whole_and_once(tmp_path):
     from dml_bench.results import RunStore
 
     store = RunStore(tmp_path)
-    store.append({"task_id": "a", "dataset": "iris", "label": "lda", "fit_time": 1.0})
+    a, b, c, d = (letter * 16 for letter in "abcd")  # task ids: 16 hexadecimal digits
+    store.append({"task_id": a, "dataset": "iris", "label": "lda", "fit_time": 1.0})
     with open(tmp_path / "runs.csv", "a") as fh:  # a row torn by a killed run
         fh.write("torn,leaderboard,iris")
     watch = _LandedRows(tmp_path / "runs.csv")
     assert watch.new() == []
     # the runner cuts the torn row before appending: the next rows are read whole, once
-    store.append({"task_id": "b", "dataset": "iris", "label": "lda", "fit_time": 700.0})
+    store.append({"task_id": b, "dataset": "iris", "label": "lda", "fit_time": 700.0})
     with open(tmp_path / "runs.csv", "a") as fh:  # a row being written
-        fh.write("c,leaderboard,wine")
-    assert [(r["task_id"], float(r["fit_time"])) for r in watch.new()] == [("b", 700.0)]
+        fh.write(f"{c},leaderboard,wine")
+    assert [(r["task_id"], float(r["fit_time"])) for r in watch.new()] == [(b, 700.0)]
     with open(tmp_path / "runs.csv", "a") as fh:
         fh.write(",0,1,lda\n")
-    assert [r["task_id"] for r in watch.new()] == ["c"]
+    assert [r["task_id"] for r in watch.new()] == [c]
     assert watch.new() == []
     # a concurrent run sets rows aside (the log is rewritten shorter): read on from its new end
-    store.drop({"a", "b"})
+    store.drop({a, b})
     assert watch.new() == []
-    store.append({"task_id": "d", "dataset": "iris", "label": "lda", "fit_time": 2.0})
-    assert [r["task_id"] for r in watch.new()] == ["d"]
+    store.append({"task_id": d, "dataset": "iris", "label": "lda", "fit_time": 2.0})
+    assert [r["task_id"] for r in watch.new()] == [d]
     assert _LandedRows(tmp_path / "tuning.csv").new() == []  # no log yet
 
 
@@ -455,15 +458,19 @@ def test_the_watch_follows_the_log_into_its_next_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(results, "SEGMENT_BYTES", 300)
     store = RunStore(tmp_path)
-    store.append({"task_id": "a", "dataset": "iris", "label": "lda", "fit_time": 1.0})
+    store.append({"task_id": "a" * 16, "dataset": "iris", "label": "lda", "fit_time": 1.0})
     watch = _LandedRows(tmp_path / "runs.csv")
     for name in "bcde":
-        store.append({"task_id": name, "dataset": "iris", "label": "lda", "fit_time": 2.0})
+        store.append({"task_id": name * 16, "dataset": "iris", "label": "lda", "fit_time": 2.0})
     assert len(results.log_segments(tmp_path / "runs.csv")) > 2
-    assert [r["task_id"] for r in watch.new()] == ["b", "c", "d", "e"]
+    assert [r["task_id"] for r in watch.new()] == [n * 16 for n in "bcde"]
     assert watch.new() == []
-    store.append({"task_id": "f", "dataset": "iris", "label": "lda", "fit_time": 700.0})
-    assert [(r["task_id"], float(r["fit_time"])) for r in watch.new()] == [("f", 700.0)]
+    store.append({"task_id": "f" * 16, "dataset": "iris", "label": "lda", "fit_time": 700.0})
+    assert [(r["task_id"], float(r["fit_time"])) for r in watch.new()] == [("f" * 16, 700.0)]
+
+
+#: task ids of a finished and of an unfinished task (16 hexadecimal digits, as the runner's)
+DONE, OPEN = "d0e" + "0" * 13, "0be" + "0" * 13
 
 
 def test_finished_tasks_tuning_fits_leave_the_committed_log(tmp_path):
@@ -471,14 +478,16 @@ def test_finished_tasks_tuning_fits_leave_the_committed_log(tmp_path):
     from dml_bench.results import TUNE_COLUMNS, RunStore
 
     runs, tuning = RunStore(tmp_path), RunStore(tmp_path, "tuning", TUNE_COLUMNS)
-    runs.append({"task_id": "done", "dataset": "iris", "label": "lda", "fit_time": 1.0})
-    for i, outer in enumerate(["done", "open", "done", "open"]):
-        tuning.append({"task_id": f"t{i}", "outer_task_id": outer, "params": '{"C": 1}',
+    runs.append({"task_id": DONE, "dataset": "iris", "label": "lda", "fit_time": 1.0})
+    for i, outer in enumerate([DONE, OPEN, DONE, OPEN]):
+        tuning.append({"task_id": f"{i:016x}", "outer_task_id": outer, "params": '{"C": 1}',
                        "error": 0.1 * i})
     assert compact_tuning_log(tmp_path) == 2
-    assert list(tuning.read()["task_id"]) == ["t1", "t3"]  # an unfinished task resumes from them
+    # an unfinished task resumes from them
+    assert list(tuning.read()["task_id"]) == [f"{i:016x}" for i in (1, 3)]
     done = RunStore(tmp_path, "tuning_done", TUNE_COLUMNS).read()
-    assert list(done["task_id"]) == ["t0", "t2"] and list(done["params"]) == ['{"C": 1}'] * 2
+    assert list(done["task_id"]) == [f"{i:016x}" for i in (0, 2)]
+    assert list(done["params"]) == ['{"C": 1}'] * 2
     assert compact_tuning_log(tmp_path) == 0
 
 
@@ -492,11 +501,11 @@ def test_two_boards_that_compact_at_once_move_each_fit_once(tmp_path, monkeypatc
     from dml_bench.leaderboard import compact_tuning_log
     from dml_bench.results import TUNE_COLUMNS, RunStore
 
-    RunStore(tmp_path).append({"task_id": "done", "dataset": "iris", "label": "lda",
+    RunStore(tmp_path).append({"task_id": DONE, "dataset": "iris", "label": "lda",
                                "fit_time": 1.0})
     tuning = RunStore(tmp_path, "tuning", TUNE_COLUMNS)
     for i in range(3):
-        tuning.append({"task_id": f"t{i}", "outer_task_id": "done", "params": "{}",
+        tuning.append({"task_id": f"{i:016x}", "outer_task_id": DONE, "params": "{}",
                        "error": 0.1})
     read, second, reads = results.RunStore.read, [], []
 
@@ -515,7 +524,7 @@ def test_two_boards_that_compact_at_once_move_each_fit_once(tmp_path, monkeypatc
     compact_tuning_log(tmp_path)
     second[0].join()
     done = RunStore(tmp_path, "tuning_done", TUNE_COLUMNS).read()
-    assert sorted(done["task_id"]) == ["t0", "t1", "t2"]
+    assert sorted(done["task_id"]) == [f"{i:016x}" for i in range(3)]
     assert len(tuning.read()) == 0
 
 
@@ -676,3 +685,37 @@ def test_the_committed_board_gives_every_method_the_same_tuning_budget():
         if solver.tune:
             assert solver.tune.cv == 3, solver.label
             assert math.prod(len(values) for _, values in solver.tune.grid) <= 9, solver.label
+
+
+def test_the_cells_log_is_never_written_through_a_symlink(tmp_path):
+    from dml_bench.leaderboard import _record
+    from dml_bench.results import UnsafeLog
+
+    target = tmp_path / "elsewhere.csv"
+    target.write_text("keep\n")
+    board = tmp_path / "board"
+    board.mkdir()
+    (board / "cells.csv").symlink_to(target)
+    with pytest.raises(UnsafeLog, match="cells.csv is a symbolic link"):
+        _record(board, "wine", "lda", "over_budget", "a fit ran over", 600.0)
+    assert target.read_text() == "keep\n"
+
+
+def test_corrupt_lines_of_the_cells_log_are_ignored_with_one_warning(tmp_path, capsys):
+    from dml_bench.leaderboard import _LandedRows, _record, read_cells
+
+    board = tmp_path / "board"
+    board.mkdir()
+    _record(board, "wine", "lda", "over_budget", "a fit ran\nover", 600.0)
+    with open(board / "cells.csv", "ab") as fh:
+        fh.write(b"\xff\xfe\x00junk\n" + b"wine,lda,done,extra,field,x,y\n")
+    _record(board, "iris", "lda", "cannot_run", "needs 9 GiB", 600.0)
+    cells = read_cells(board)
+    assert list(zip(cells["dataset"], cells["status"])) == [("wine", "over_budget"),
+                                                            ("iris", "cannot_run")]
+    assert cells["reason"].tolist() == ["a fit ran over", "needs 9 GiB"]  # one line each
+    assert capsys.readouterr().err.count("corrupt line(s) ignored") == 1
+    tail = _LandedRows(board / "cells.csv")
+    with open(board / "cells.csv", "ab") as fh:  # a watch reading binary junk goes on
+        fh.write(b"\xff\x00\x01\n" + b"letter,nca,failed,,600.0,2026-01-01\n")
+    assert [row["dataset"] for row in tail.new()] == ["letter"]

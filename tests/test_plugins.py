@@ -1,9 +1,12 @@
-"""Plug-in solvers and datasets (entry points, ``module:Class``) and users' data files.
+"""Plug-in solvers and datasets (entry points, ``module:Class``), the user's consent to import
+them, and users' data files.
 
 A tiny plug-in distribution is laid out in tmp_path (a module, and a ``*.dist-info`` folder with
 ``METADATA`` and ``entry_points.txt``, as ``pip install`` leaves it), found by importlib.metadata
 on ``PYTHONPATH`` / ``sys.path`` only: nothing is installed into the environment. References:
-scikit-learn's own datasets and k-NN, and the built-in Euclidean solver on z-scored data.
+scikit-learn's own datasets and k-NN, and the built-in Euclidean solver on z-scored data. Every
+test starts without consent (``DMLBENCH_ALLOW_PLUGINS=0``, a settings file that does not exist);
+the ``plugins`` fixture gives it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ from dml_bench.cli import main
 from dml_bench.config import ConfigError, parse_config
 from dml_bench.datasets import DATASETS, DataNotAvailable, DataParseError, load_dataset
 from dml_bench.datasets.spec import as_dataset_spec
-from dml_bench.registry import PluginError, UnknownNameError, check_solver
+from dml_bench.constraints import GENERATORS
+from dml_bench.registry import PluginConsentError, PluginError, UnknownNameError, check_solver
+from dml_bench.settings import load_settings, settings_path
 from dml_bench.solvers import SOLVERS
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
@@ -33,6 +38,8 @@ MODULE = "dmlb_demo_plugin"
 
 PLUGIN_SOURCE = '''
 """A plug-in for dml-bench that does not import dml_bench."""
+import os
+
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.datasets import load_iris
@@ -62,17 +69,57 @@ class NotASolver:
         return self
 
 
+class Iris:
+    """Fisher's iris, as scikit-learn bundles it."""
+
+    n_samples, n_features, n_classes = 150, 4, 3
+
+    def load(self, paths):
+        data = load_iris()
+        return data.data, data.target
+
+
+class NotADataset:
+    n_samples = 3
+
+    def load(self, paths):
+        return [1, 2, 3]
+
+
+class ListDataset:
+    n_samples, n_features, n_classes = 3, 1, 2
+
+    def load(self, paths):
+        return [1, 2, 3]
+
+
+class WrongShape(Iris):
+    n_samples = 100
+
+
+class FailingDataset:
+    n_samples, n_features, n_classes = 10, 2, 2
+
+    def load(self, paths):
+        raise RuntimeError("the plug-in's server is down")
+
+
+class Marked:
+    """Creates the file $DMLB_MARKER when instantiated: shows whether anything called it."""
+
+    n_samples, n_features, n_classes = 150, 4, 3
+
+    def __init__(self):
+        open(os.environ["DMLB_MARKER"], "w").close()
+
+    def load(self, paths):
+        return Iris().load(paths)
+
+
 def iris():
+    open(os.environ.get("DMLB_MARKER", os.devnull), "w").close()
     data = load_iris()
     return data.data, data.target
-
-
-def not_a_dataset():
-    return [1, 2, 3]
-
-
-def failing_dataset():
-    raise RuntimeError("the plug-in's server is down")
 '''
 
 ENTRY_POINTS = f"""
@@ -82,9 +129,13 @@ not_a_solver = {MODULE}:NotASolver
 broken_solver = dmlb_no_such_module:Thing
 
 [dml_bench.datasets]
-demo_iris = {MODULE}:iris
-not_a_dataset = {MODULE}:not_a_dataset
-failing_dataset = {MODULE}:failing_dataset
+demo_iris = {MODULE}:Iris
+not_a_dataset = {MODULE}:NotADataset
+list_dataset = {MODULE}:ListDataset
+wrong_shape = {MODULE}:WrongShape
+failing_dataset = {MODULE}:FailingDataset
+marked = {MODULE}:Marked
+function_dataset = {MODULE}:iris
 broken_dataset = dmlb_no_such_module:data
 """
 
@@ -102,14 +153,33 @@ def plugin_site(tmp_path) -> Path:
     return site
 
 
+@pytest.fixture(autouse=True)
+def no_consent(tmp_path, monkeypatch) -> Path:
+    """No consent to plug-ins: ``DMLBENCH_ALLOW_PLUGINS=0`` (restored after the test, whatever
+    ``--allow-plugins`` sets) and a settings file that does not exist yet (returned)."""
+    monkeypatch.setenv("DMLBENCH_ALLOW_PLUGINS", "0")
+    settings = tmp_path / "settings" / "settings.yaml"
+    monkeypatch.setenv("DMLBENCH_SETTINGS", str(settings))
+    return settings
+
+
 @pytest.fixture
-def plugins(plugin_site, monkeypatch) -> Path:
-    """The plug-in on ``sys.path`` of this process, the registries' resolved plug-ins reset."""
+def plugin_path(plugin_site, monkeypatch) -> Path:
+    """The plug-in on ``sys.path`` of this process, the registries' resolved plug-ins reset, and
+    no consent yet."""
     monkeypatch.syspath_prepend(str(plugin_site))
     for registry in (SOLVERS, DATASETS):
         monkeypatch.setattr(registry, "_plugins", {})
+    sys.modules.pop(MODULE, None)
     yield plugin_site
     sys.modules.pop(MODULE, None)
+
+
+@pytest.fixture
+def plugins(plugin_path, monkeypatch) -> Path:
+    """:func:`plugin_path`, with consent to import plug-ins (``DMLBENCH_ALLOW_PLUGINS=1``)."""
+    monkeypatch.setenv("DMLBENCH_ALLOW_PLUGINS", "1")
+    return plugin_path
 
 
 def invoke(*args):
@@ -134,9 +204,10 @@ def write_config(tmp_path: Path, text: str, name: str = "config.yaml") -> Path:
 
 
 def test_plugin_solver_and_dataset_run_through_dmlbench_run(plugin_site, tmp_path):
-    """Entry-point solver and dataset, and a ``module:Class`` reference, in a `dmlbench run`
-    subprocess that finds the plug-in on PYTHONPATH only. InverseStd on raw data is z-scoring,
-    so its 3-NN errors equal the built-in Euclidean solver's on z-scored data, split by split."""
+    """Entry-point solver and dataset, and a ``module:Class`` reference, in a `dmlbench
+    --allow-plugins run` subprocess that finds the plug-in on PYTHONPATH only. InverseStd on raw
+    data is z-scoring, so its 3-NN errors equal the built-in Euclidean solver's on z-scored data,
+    split by split."""
     cfg = write_config(tmp_path, f"""\
         name: plugins
         datasets:
@@ -149,8 +220,9 @@ def test_plugin_solver_and_dataset_run_through_dmlbench_run(plugin_site, tmp_pat
         split: {{n_splits: 3}}
         """)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_site), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", "from dml_bench.cli import main; main()", "run",
-                           str(cfg), "--results-dir", str(tmp_path / "results")],
+    done = subprocess.run([sys.executable, "-c", "from dml_bench.cli import main; main()",
+                           "--allow-plugins", "run", str(cfg), "--results-dir",
+                           str(tmp_path / "results")],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "plugins: 9 tasks run, 0 already done, 0 failed, 0 dataset×solver skipped" in done.stdout
@@ -225,17 +297,49 @@ def test_entry_points_resolve_lazily_to_checked_objects(plugins):
     X, y, meta = load_dataset("demo_iris")
     iris = load_iris()
     assert (X == iris.data).all() and (y == iris.target).all()
-    assert meta["n_classes"] == 3 and meta["source"] == "bundled"
+    assert meta["n_classes"] == 3 and meta["source"] == "plug-in"
     assert list(SOLVERS) == list(SOLVERS._items)  # iteration: the built-ins only
 
 
-def test_dataset_spec_contract():
+def test_dataset_spec_contract(plugins):
+    """A DatasetSpec (from code) is renamed; a plug-in class gives a spec of the shape it
+    declares without being instantiated; anything else is refused."""
     spec = DATASETS["wine"]
     renamed = as_dataset_spec("my_wine", spec)
     assert renamed.name == "my_wine" and renamed.n_samples == 178
-    assert as_dataset_spec("f", lambda: spec).name == "f"
-    arrays = as_dataset_spec("arr", lambda: (np.eye(3), ["a", "b", "a"]))
-    assert (arrays.n_samples, arrays.n_features, arrays.n_classes) == (3, 3, 2)
+    module = __import__(MODULE)
+
+    class Pair:
+        """Three points."""
+
+        n_samples, n_features, n_classes = 3, 3, 2
+        papers = ("ying2012",)
+
+        def __init__(self):
+            raise AssertionError("instantiated")
+
+        def load(self, paths):
+            raise AssertionError("called")
+
+    declared = as_dataset_spec("pair", Pair)
+    assert (declared.n_samples, declared.n_features, declared.n_classes) == (3, 3, 2)
+    assert declared.description == "Three points." and declared.papers == ("ying2012",)
+    assert as_dataset_spec("iris", module.Iris).description == "Fisher's iris, as scikit-learn bundles it."
+    with pytest.raises(PluginError, match=r"^dataset 'f': is a function, not a dataset class$"):
+        as_dataset_spec("f", module.iris)
+    with pytest.raises(PluginError, match=r"^dataset 'f': is a tuple, not a dataset class$"):
+        as_dataset_spec("f", (np.eye(3), [0, 1, 0]))
+    with pytest.raises(PluginError, match=r"^dataset 'no': dmlb_demo_plugin.NotADataset is not a "
+                                          r"dataset plug-in: has no n_features \(an int >= 1\); "
+                                          r"has no n_classes \(an int >= 1\) \(see "):
+        as_dataset_spec("no", module.NotADataset)
+
+    class BadNames(Pair):
+        class_names = ("only one",)
+
+    with pytest.raises(PluginError, match=r"is not a dataset plug-in: ValueError: dataset 'bad': "
+                                          r"1 class_names for 2 classes"):
+        as_dataset_spec("bad", BadNames)
 
 
 def test_builtin_solver_classes_pass_the_plugin_check():
@@ -274,25 +378,69 @@ def test_unknown_name_lists_the_plugins(plugins):
     assert "lmnn" in str(info.value) and "broken_solver" in str(info.value)
 
 
-@pytest.mark.parametrize("dataset, code, expected", [
-    ("not_a_dataset", 2, "dataset 'not_a_dataset' (entry point not_a_dataset = "
-                         "dmlb_demo_plugin:not_a_dataset (from dmlb_demo_plugin 0.1) of group "
-                         "dml_bench.datasets): gives a list, not a DatasetSpec or a pair (X, y)"),
+@pytest.mark.parametrize("dataset, expected", [
+    ("not_a_dataset", "dataset 'not_a_dataset' (entry point not_a_dataset = "
+                      "dmlb_demo_plugin:NotADataset (from dmlb_demo_plugin 0.1) of group "
+                      "dml_bench.datasets): dmlb_demo_plugin.NotADataset is not a dataset plug-in: "
+                      "has no n_features (an int >= 1); has no n_classes (an int >= 1) (see "
+                      "dml_bench.registry)"),
+    ("function_dataset", "dataset 'function_dataset' (entry point function_dataset = "
+                         "dmlb_demo_plugin:iris (from dmlb_demo_plugin 0.1) of group "
+                         "dml_bench.datasets): is a function, not a dataset class (plug-ins are "
+                         "classes; see dml_bench.registry)"),
+    (f"{MODULE}:iris", f"dataset '{MODULE}:iris': is a function, not a dataset class"),
+    ("os:getcwd", "dataset 'os:getcwd': is a builtin_function_or_method, not a dataset class"),
+    ("os.path:os", "dataset 'os.path:os': is a module, not a dataset class"),
 ])
-def test_bad_plugin_dataset_is_one_line(plugins, tmp_path, dataset, code, expected):
-    cfg = write_config(tmp_path, f"name: bad\ndatasets: [{dataset}]\nsolvers: [euclidean]\n")
-    assert expected in one_line_error(invoke("run", cfg, "--results-dir", tmp_path / "results"), code)
+def test_bad_plugin_dataset_is_one_line(plugins, tmp_path, dataset, expected, monkeypatch):
+    """Refused at the config key that names it, in `validate` too, and never called."""
+    marker = tmp_path / "called"
+    monkeypatch.setenv("DMLB_MARKER", str(marker))
+    cfg = write_config(tmp_path, f"name: bad\ndatasets: ['{dataset}']\nsolvers: [euclidean]\n")
+    for command in ("validate", "run"):
+        message = one_line_error(invoke(command, cfg, *(["--results-dir", tmp_path / "r"]
+                                                        if command == "run" else [])))
+        assert message.startswith(f"error: {cfg}: datasets[0].name: {expected}"), message
+    assert not marker.exists()
 
 
-def test_failing_plugin_dataset_is_skipped_with_its_reason(plugins, tmp_path):
-    cfg = write_config(tmp_path, "name: bad\ndatasets: [failing_dataset, wine]\nsolvers: [euclidean]\n"
-                                 "split: {n_splits: 1}\nexecution: {backend: sequential}\n")
+def test_plugin_datasets_that_fail_to_load_are_skipped_with_their_reason(plugins, tmp_path):
+    cfg = write_config(tmp_path, "name: bad\ndatasets: [failing_dataset, list_dataset, wrong_shape, "
+                                 "wine]\nsolvers: [euclidean]\nsplit: {n_splits: 1}\n"
+                                 "execution: {backend: sequential}\n")
     result = invoke("run", cfg, "--results-dir", tmp_path / "results")
     assert result.exit_code == 0, result.output
-    assert "1 dataset×solver skipped" in result.stdout
-    assert ("dataset 'failing_dataset' (entry point failing_dataset = dmlb_demo_plugin:failing_dataset"
-            in result.output)
-    assert "calling it failed: RuntimeError: the plug-in's server is down" in result.output
+    assert "1 tasks run, 0 already done, 0 failed, 3 dataset×solver skipped" in result.stdout
+    lines = result.output.splitlines()
+    ep = "(entry point {0} = dmlb_demo_plugin:{1} (from dmlb_demo_plugin 0.1) of group dml_bench.datasets)"
+    for expected in [
+        "skipped failing_dataset × euclidean: data not available: dataset 'failing_dataset' "
+        + ep.format("failing_dataset", "FailingDataset")
+        + ": its load() failed: RuntimeError: the plug-in's server is down",
+        "skipped list_dataset × euclidean: data not available: dataset 'list_dataset' "
+        + ep.format("list_dataset", "ListDataset") + ": its load() returned a list, not a pair (X, y)",
+        "skipped wrong_shape × euclidean: data not available: dataset 'wrong_shape': data parsed "
+        "from the plug-in's load() (no files) has shape (150, 4), expected (100, 4). The plug-in's "
+        "data does not fit what its class declares: fix the plug-in.",
+    ]:
+        assert expected in lines, (expected, lines)
+
+
+def test_validate_never_calls_a_plugin(plugins, tmp_path, monkeypatch):
+    """`validate` (and a run's config check) imports a consented plug-in class and checks it,
+    but neither instantiates it nor calls its load(); the run does."""
+    marker = tmp_path / "called"
+    monkeypatch.setenv("DMLB_MARKER", str(marker))
+    cfg = write_config(tmp_path, "name: m\ndatasets: [marked]\nsolvers: [euclidean]\n"
+                                 "split: {n_splits: 1}\nexecution: {backend: sequential}\n")
+    result = invoke("validate", cfg)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"{cfg}: ok (1 datasets × 1 solvers, 1 tasks)\n"
+    assert MODULE in sys.modules and not marker.exists()
+    assert invoke("datasets").exit_code == 0 and not marker.exists()
+    result = invoke("run", cfg, "--results-dir", tmp_path / "results")
+    assert result.exit_code == 0, result.output
+    assert marker.exists()
 
 
 @pytest.fixture
@@ -363,7 +511,8 @@ def test_config_round_trips_a_file_dataset(data_files):
         parse_config({"name": "x", "datasets": [{"openml": True}], "solvers": ["euclidean"]})
 
 
-def test_plugin_error_is_a_one_line_dmlbench_error():
+def test_plugin_error_is_a_one_line_dmlbench_error(monkeypatch):
+    monkeypatch.setenv("DMLBENCH_ALLOW_PLUGINS", "1")
     with pytest.raises(PluginError) as info:
         SOLVERS["dmlb_no_such_module.sub:Thing"]
     assert "\n" not in str(info.value)
@@ -428,21 +577,202 @@ def test_a_usable_plugin_solver_is_listed_with_its_parameters(plugins):
     assert lines[at + 1] == "    floor=1e-12"
 
 
-def test_datasets_lists_the_plugins_without_calling_them(plugins):
-    """`dmlbench datasets`: plug-in functions are listed, not called (failing_dataset would
-    fail), and a plug-in whose module does not import is one line with the reason."""
+def test_datasets_lists_the_plugins_without_calling_them(plugins, tmp_path, monkeypatch):
+    """`dmlbench datasets`: plug-in classes are listed with the size they declare, not
+    instantiated (Marked would create the marker file), and a plug-in that cannot be used is one
+    line with the reason."""
+    marker = tmp_path / "called"
+    monkeypatch.setenv("DMLB_MARKER", str(marker))
     result = invoke("datasets")
     assert result.exit_code == 0, result.output
-    assert "Traceback" not in result.output
+    assert "Traceback" not in result.output and not marker.exists()
     lines = result.stdout.splitlines()
     assert [line.split(" ")[0] for line in lines[1:len(DATASETS) + 1]] == list(DATASETS)
     rows = {line.split(" ")[0]: " ".join(line.split()[1:]) for line in lines[len(DATASETS) + 1:]}
+
+    def where(name, target):
+        return f"plug-in {name} = {MODULE}:{target} (from {MODULE} 0.1):"
+
     assert rows == {
         "broken_dataset": "? ? plug-in broken_dataset = dmlb_no_such_module:data (from "
                           f"{MODULE} 0.1): cannot be used: cannot load it: ModuleNotFoundError: "
                           "No module named 'dmlb_no_such_module'",
-        **{name: f"? ? plug-in {name} = {MODULE}:{function} (from {MODULE} 0.1): called when "
-                 "a config names it" for name, function in [("demo_iris", "iris"),
-                                                            ("failing_dataset", "failing_dataset"),
-                                                            ("not_a_dataset", "not_a_dataset")]},
+        "demo_iris": f"150×4 3 {where('demo_iris', 'Iris')} plug-in",
+        "failing_dataset": f"10×2 2 {where('failing_dataset', 'FailingDataset')} plug-in",
+        "function_dataset": f"? ? {where('function_dataset', 'iris')} cannot be used: is a "
+                            "function, not a dataset class (plug-ins are classes; see "
+                            "dml_bench.registry)",
+        "list_dataset": f"3×1 2 {where('list_dataset', 'ListDataset')} plug-in",
+        "marked": f"150×4 3 {where('marked', 'Marked')} plug-in",
+        "not_a_dataset": f"? ? {where('not_a_dataset', 'NotADataset')} cannot be used: "
+                         f"{MODULE}.NotADataset is not a dataset plug-in: has no n_features (an "
+                         "int >= 1); has no n_classes (an int >= 1) (see dml_bench.registry)",
+        "wrong_shape": f"100×4 3 {where('wrong_shape', 'WrongShape')} plug-in",
     }
+
+
+# --------------------------------------------------------------------------- consent
+
+
+def consent_refused(what: str, allow: str, settings: Path) -> str:
+    return (f"{what} is a plug-in: importing it runs its code, so it needs your consent: pass "
+            f"--allow-plugins, set DMLBENCH_ALLOW_PLUGINS=1, or list {allow!r} under plugins: in "
+            f"{settings}")
+
+
+def entry_point(kind: str, name: str, target: str) -> str:
+    group = "dml_bench.solvers" if kind == "solver" else "dml_bench.datasets"
+    return (f"{kind} {name!r} (entry point {name} = {MODULE}:{target} (from {MODULE} 0.1) of "
+            f"group {group})")
+
+
+@pytest.mark.parametrize("datasets, solvers, where, what, allow", [
+    ("[wine]", "[inverse_std]", "solvers[0].name", entry_point("solver", "inverse_std", "InverseStd"),
+     "inverse_std"),
+    ("[wine]", f"['{MODULE}:InverseStd']", "solvers[0].name",
+     f"solver '{MODULE}:InverseStd' (a reference to module '{MODULE}')", MODULE),
+    ("[demo_iris]", "[euclidean]", "datasets[0].name", entry_point("dataset", "demo_iris", "Iris"),
+     "demo_iris"),
+    ("['tempfile:mkdtemp']", "[euclidean]", "datasets[0].name",
+     "dataset 'tempfile:mkdtemp' (a reference to module 'tempfile')", "tempfile"),
+])
+def test_without_consent_no_plugin_is_imported(plugin_path, no_consent, tmp_path, monkeypatch,
+                                              datasets, solvers, where, what, allow):
+    """A config naming a plug-in, from anyone: one line naming it and the ways to consent, in
+    `validate` and `run`; the module is not imported and nothing is called."""
+    made = []
+    monkeypatch.setattr("tempfile.mkdtemp", lambda *a, **k: made.append(a))
+    cfg = write_config(tmp_path, f"name: p\ndatasets: {datasets}\nsolvers: {solvers}\n")
+    for argv in (["validate", cfg], ["run", cfg, "--results-dir", tmp_path / "results"]):
+        message = one_line_error(invoke(*argv))
+        assert message == f"error: {cfg}: {where}: {consent_refused(what, allow, no_consent)}"
+    assert MODULE not in sys.modules and made == [] and not (tmp_path / "results").exists()
+
+
+def test_listings_without_consent_import_nothing(plugin_path, no_consent):
+    for command, kind in (("solvers", "solver"), ("datasets", "dataset")):
+        result = invoke(command)
+        assert result.exit_code == 0, result.output
+        listed = [line for line in result.stdout.splitlines() if " plug-in " in line]
+        assert listed and all(f"not loaded: needs --allow-plugins, DMLBENCH_ALLOW_PLUGINS=1 or "
+                              f"'{line.split()[0]}' under plugins: in {no_consent}" in line
+                              for line in listed if "the built-in" not in line), listed
+    assert MODULE not in sys.modules
+    assert ("inverse_std plug-in inverse_std = dmlb_demo_plugin:InverseStd (from dmlb_demo_plugin "
+            "0.1) — cannot be used: not loaded: needs --allow-plugins, DMLBENCH_ALLOW_PLUGINS=1 or "
+            f"'inverse_std' under plugins: in {no_consent}") in invoke("solvers").stdout.splitlines()
+
+
+def test_the_allow_plugins_option_gives_consent_and_exports_it(plugin_path, tmp_path):
+    cfg = write_config(tmp_path, "name: p\ndatasets: [demo_iris]\nsolvers: [inverse_std]\n")
+    assert invoke("validate", cfg).exit_code == 2
+    result = invoke("--allow-plugins", "validate", cfg)
+    assert result.exit_code == 0, result.output
+    assert os.environ["DMLBENCH_ALLOW_PLUGINS"] == "1"  # seen by worker processes
+
+
+@pytest.mark.parametrize("listed, allowed, refused", [
+    (["inverse_std"], ["inverse_std"], [f"{MODULE}:InverseStd", "demo_iris"]),
+    ([MODULE], ["inverse_std", f"{MODULE}:InverseStd", "demo_iris"], []),
+    ([f"{MODULE}:InverseStd"], [f"{MODULE}:InverseStd"], ["inverse_std", "demo_iris"]),
+    (["dmlb_demo"], [], ["inverse_std", f"{MODULE}:InverseStd"]),  # not a package of it
+    ([], [], ["inverse_std", "demo_iris"]),
+])
+def test_a_plugins_list_in_the_settings_gives_consent_to_what_it_names(
+        plugin_path, no_consent, listed, allowed, refused):
+    no_consent.parent.mkdir()
+    no_consent.write_text(f"# my plug-ins\nplugins: {listed}\n")
+    for name in allowed:
+        registry = DATASETS if name == "demo_iris" else SOLVERS
+        assert registry[name].__module__ in (MODULE, "dml_bench.datasets.spec")
+    for name in refused:
+        registry = DATASETS if name == "demo_iris" else SOLVERS
+        with pytest.raises(PluginConsentError, match=f"under plugins: in {no_consent}$"):
+            registry[name]
+
+
+def test_settings_file_locations(monkeypatch, tmp_path):
+    monkeypatch.delenv("DMLBENCH_SETTINGS")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    assert settings_path() == tmp_path / "home" / ".config" / "dmlbench" / "settings.yaml"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert settings_path() == tmp_path / "xdg" / "dmlbench" / "settings.yaml"
+    monkeypatch.setenv("DMLBENCH_SETTINGS", str(tmp_path / "mine.yaml"))
+    assert settings_path() == tmp_path / "mine.yaml"
+    assert load_settings() == {"plugins": ()}  # no file: no settings
+
+
+def test_consent_is_checked_at_every_lookup(plugins, monkeypatch):
+    """A plug-in resolved with consent is refused once the consent is withdrawn, though the
+    registry keeps it for the process."""
+    assert SOLVERS["inverse_std"].__name__ == "InverseStd"
+    assert DATASETS["demo_iris"].n_samples == 150
+    monkeypatch.setenv("DMLBENCH_ALLOW_PLUGINS", "0")
+    for registry, name in ((SOLVERS, "inverse_std"), (DATASETS, "demo_iris")):
+        with pytest.raises(PluginConsentError, match=rf"^{registry.kind} '{name}' \(entry point"):
+            registry[name]
+        with pytest.raises(PluginConsentError):
+            registry.check_consent(name)
+    assert SOLVERS["euclidean"].__name__ == "Euclidean"  # built-ins need no consent
+    SOLVERS.check_consent("euclidean")
+    DATASETS.check_consent("file:x.csv?label_column=y")  # data sources are not plug-ins
+
+
+@pytest.mark.parametrize("content, problem", [
+    ("plugins: mypkg\n", "plugins: expected a list of module or entry-point names, got str 'mypkg'"),
+    ("plugins: [mypkg, 3]\n", "plugins: expected a list of module or entry-point names, got list "
+                             "['mypkg', 3]"),
+    ("- mypkg\n", "expected a mapping (plugins: [...]), got list"),
+    ("plugin: [mypkg]\n", "unknown key 'plugin'; valid keys: plugins"),
+    ("plugins: [mypkg\n", "not valid YAML: line 2, column 1: expected ',' or ']', but got "
+                          "'<stream end>' (while parsing a flow sequence)"),
+    (b"plugins: [caf\xe9]\n", "not UTF-8 text: byte 0xe9 at offset 13 is not valid UTF-8 (save "
+                              "the file as UTF-8)"),
+    ("plugins: !!python/object/apply:os.getcwd []\n", "not valid YAML: line 1, column 10: could "
+     "not determine a constructor for the tag 'tag:yaml.org,2002:python/object/apply:os.getcwd'"),
+])
+def test_a_bad_settings_file_is_one_line(plugin_path, no_consent, tmp_path, content, problem):
+    no_consent.parent.mkdir()
+    (no_consent.write_bytes if isinstance(content, bytes) else no_consent.write_text)(content)
+    cfg = write_config(tmp_path, "name: p\ndatasets: [wine]\nsolvers: [inverse_std]\n")
+    message = one_line_error(invoke("validate", cfg))
+    assert message == f"error: {cfg}: solvers[0].name: settings file {no_consent}: {problem}"
+    assert MODULE not in sys.modules
+
+
+def test_a_bad_allow_plugins_variable_is_one_line(plugin_path, tmp_path, monkeypatch):
+    monkeypatch.setenv("DMLBENCH_ALLOW_PLUGINS", "sure")
+    cfg = write_config(tmp_path, "name: p\ndatasets: [wine]\nsolvers: [inverse_std]\n")
+    assert one_line_error(invoke("validate", cfg)) == (
+        f"error: {cfg}: solvers[0].name: DMLBENCH_ALLOW_PLUGINS='sure': expected 1 (import "
+        "plug-ins) or 0 (do not)")
+    for value in ("1", "true", "Yes", "on"):
+        monkeypatch.setenv("DMLBENCH_ALLOW_PLUGINS", value)
+        assert invoke("validate", cfg).exit_code == 0
+
+
+@pytest.mark.parametrize("reference, kind", [
+    ("os:getcwd", "builtin_function_or_method"),
+    ("os:path", "module"),
+    ("tempfile:mkdtemp", "function"),
+    ("os:sep", "str"),
+])
+def test_only_classes_are_plugins(monkeypatch, reference, kind):
+    """With consent, a reference to anything but a class is refused without calling it."""
+    monkeypatch.setenv("DMLBENCH_ALLOW_PLUGINS", "1")
+    made = []
+    monkeypatch.setattr("tempfile.mkdtemp", lambda *a, **k: made.append(a))
+    for registry in (SOLVERS, DATASETS):
+        with pytest.raises(PluginError, match=rf"^{registry.kind} '{reference}': is a {kind}, not "
+                                              rf"a {registry.kind} class \(plug-ins are classes"):
+            registry[reference]
+    assert made == []
+
+
+def test_generators_take_no_plugins(monkeypatch):
+    monkeypatch.setenv("DMLBENCH_ALLOW_PLUGINS", "1")
+    with pytest.raises(UnknownNameError, match=r"^unknown constraint generator 'os:getcwd'\. "
+                                               r"Valid names: knn_pairs, knn_triplets, "
+                                               r"random_triplets$"):
+        GENERATORS["os:getcwd"]

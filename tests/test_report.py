@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from pathlib import Path
 
@@ -47,11 +48,16 @@ CONFIG = {
 }
 
 
+def task_id(dataset: str, label: str, split: int) -> str:
+    """A row's task id: 16 hexadecimal digits, like the runner's."""
+    return hashlib.sha1(f"{dataset}-{label}-{split}".encode()).hexdigest()[:16]
+
+
 def write_results(results_dir: Path, runs=RUNS, config=CONFIG) -> Path:
     """Write ``runs.csv`` (one line per ``runs`` tuple) and ``config.yaml`` into ``results_dir``."""
     results_dir.mkdir(parents=True, exist_ok=True)
     lines = [RUNS_HEADER] + [
-        f"{d}-{lab}-{split},{config['name']},{d},{split},{split},{solver},{lab},{{}},{{}},{{}},"
+        f"{task_id(d, lab, split)},{config['name']},{d},{split},{split},{solver},{lab},{{}},{{}},{{}},"
         f"100,50,4,3,300,300,900,3,lowest,{err},{t},{t},0.01,,,,1,1,True,0.1.0,"
         "2024-01-01T00:00:00"
         for d, lab, solver, split, err, t in runs
@@ -261,7 +267,7 @@ def test_read_runs_skips_torn_line_and_keeps_last_rerun(results):
     path.write_text("\n".join([*lines, rerun, lines[2][:30]]))  # killed mid-write
     runs = read_runs(results)
     assert len(runs) == len(RUNS)
-    assert runs.set_index("task_id").loc["wine-euclidean-0", "error"] == 0.2
+    assert runs.set_index("task_id").loc[task_id("wine", "euclidean", 0), "error"] == 0.2
 
 
 def test_error_must_be_a_fraction(results):
@@ -302,3 +308,79 @@ def test_readme_without_markers(tmp_path):
     readme.write_text("# Bench\n")
     with pytest.raises(ReportError, match="status:start"):
         update_readme_status(readme, tmp_path)
+
+
+# ------------------------------------------------------------------- text reaching LaTeX / HTML
+
+
+@pytest.mark.parametrize("text,expected", [
+    (r"\input{/etc/passwd}", r"\textbackslash{}input\{/etc/passwd\}"),
+    ("a_b & c", r"a\_b \& c"),
+    ("50% of $x$", r"50\% of \$x\$"),
+    ("#1 ^ ~", r"\#1 \textasciicircum{} \textasciitilde{}"),
+    ("\\\\", r"\textbackslash{}\textbackslash{}"),
+    ("two\nlines\r\nhere", "two lines  here"),
+    ("<script>alert(1)</script>", "<script>alert(1)</script>"),  # not special to LaTeX
+])
+def test_tex_escapes_every_special_character(text, expected):
+    from dml_bench.tables import tex
+
+    assert tex(text) == expected
+
+
+def test_labels_reach_table_tex_escaped(tmp_path):
+    label = r"\input{/etc/passwd}<script>"
+    config = {**CONFIG, "paper_table": None, "solvers": [
+        {"name": "euclidean", "label": label}, {"name": "dml_eig", "params": {"mu": 1e-4}}]}
+    runs = [(d, label if lab == "euclidean" else lab, s, split, err, t)
+            for d, lab, s, split, err, t in RUNS]
+    results = write_results(tmp_path / "r", runs=runs, config=config)
+    written = write_report(results)
+    header = r"Dataset & \textbackslash{}input\{/etc/passwd\}<script> & dml\_eig \\"
+    for name in ("table.tex", "table_time.tex"):
+        lines = written[name].read_text().splitlines()
+        assert lines[2] == header
+        assert "\\input" not in written[name].read_text()
+
+
+def test_dataset_names_reach_the_comparison_table_escaped():
+    comparison = pd.DataFrame([{
+        "paper": "p", "table": "t", "quantity": "error", "dataset": "a_b%", "solver": "x&y",
+        "label": "x&y", "paper_mean": 1.0, "paper_std": float("nan"), "ours_mean": 2.0,
+        "ours_std": 0.5, "n": 3, "diff": 1.0, "match": False, "status": "mismatch"}])
+    row = comparison_to_latex(comparison).splitlines()[4]
+    assert row == r"a\_b\% & x\&y & 1.00 & 2.00 (0.50) & +1.00 & $\times$ \\"
+
+
+def test_html_page_escapes_text_and_links_only_to_pages():
+    from dml_bench.reproduction_report import render_html
+
+    markdown = "\n".join([
+        "# Notes <script>alert(1)</script>",
+        "",
+        "| label | note |",
+        "|---|---|",
+        "| <img src=x onerror=alert(1)> | a & b |",
+        "",
+        "- [board](../leaderboard/leaderboard.html) and [x](javascript:location=name;a.html)",
+        "<script>document.cookie</script>",
+        '![a"b](x.png" onerror="alert(1))',
+        "![not an image <b>",
+    ])
+    page = render_html(markdown)
+    body = page.split("<body>\n", 1)[1].split("\n</body>", 1)[0]
+    assert body.splitlines() == [
+        "<h1>Notes &lt;script&gt;alert(1)&lt;/script&gt;</h1>",
+        "<table>",
+        "<tr><th>label</th><th>note</th></tr>",
+        "<tr><td>&lt;img src=x onerror=alert(1)&gt;</td><td>a &amp; b</td></tr>",
+        "</table>",
+        "<ul>",
+        '<li><a href="../leaderboard/leaderboard.html">board</a> and '
+        "[x](javascript:location=name;a.html)</li>",
+        "</ul>",
+        "<p>&lt;script&gt;document.cookie&lt;/script&gt;</p>",
+        '<p><img src="x.png&quot; onerror=&quot;alert(1)" alt="a&quot;b" '
+        'style="max-width:100%"></p>',
+        "<p>![not an image &lt;b&gt;</p>",
+    ]

@@ -358,3 +358,20 @@ def test_a_committed_sensitivity_sweep_shows_beside_the_cells(tiny_target):
     assert "| 9.00–9.00 |" in markdown  # iris: paper 3.11 outside
     assert ("the headline protocol matches 1 of 2; the single variant matching most swept cells "
             "is scale unit_mean: 2 of 2 (mean |ours − paper| 0.25)") in markdown
+
+
+def test_a_damaged_or_linked_run_record_is_written_afresh(tmp_path, capsys):
+    import json
+
+    from dml_bench.reproduction import _update_record
+
+    target = tmp_path / "elsewhere.json"
+    target.write_text("keep")
+    record = tmp_path / "reproduce.json"
+    record.symlink_to(target)
+    _update_record(record, "t", {"wall_seconds": 1.0, "started_at": "x"}, resumed=True)
+    assert target.read_text() == "keep" and not record.is_symlink()
+    record.write_bytes(b"\xff{not json")
+    _update_record(record, "t", {"wall_seconds": 2.0, "started_at": "y"}, resumed=True)
+    assert json.loads(record.read_text()) == {"t": {"wall_seconds": 2.0, "started_at": "y"}}
+    assert "is not a JSON record" in capsys.readouterr().err

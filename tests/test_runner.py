@@ -247,8 +247,13 @@ def small_experiment():
                       execution={"n_jobs": 1, "backend": "sequential"})
 
 
+def tid(i: int) -> str:
+    """A task id (16 hexadecimal digits) for the i-th row of a hand-made log."""
+    return f"{i:016x}"
+
+
 def log_row(i):
-    return {"task_id": f"t{i:03d}", "experiment": "seg", "dataset": "wine", "split": i % 10,
+    return {"task_id": tid(i), "experiment": "seg", "dataset": "wine", "split": i % 10,
             "solver": "lmnn", "label": "lmnn", "error": 0.01 * i, "fit_time": 1.5 * i}
 
 
@@ -276,13 +281,14 @@ def test_a_log_goes_on_in_numbered_files_below_the_segment_size(tmp_path, monkey
     assert list(store.read()["task_id"]) == ids[:5] + ids[30:]
     moved = results.log_segments(tmp_path / "runs_superseded.csv")
     assert len(moved) > 1 and all(len(f.read_bytes()) <= 700 for f in moved)
-    assert list(pd.concat(pd.read_csv(f) for f in moved)["task_id"]) == ids[5:30]
+    assert list(pd.concat(pd.read_csv(f, dtype={"task_id": str}) for f in moved)["task_id"]) \
+        == ids[5:30]
     # a torn last row (a killed run) is cut before the next append, in the last file only
     with open(files[-1], "a") as fh:
-        fh.write("t999,seg,wi")
+        fh.write(f"{tid(999)},seg,wi")
     assert list(store.read()["task_id"]) == ids[:5] + ids[30:]
     store.append(log_row(50))
-    assert list(store.read()["task_id"]) == ids[:5] + ids[30:] + ["t050"]
+    assert list(store.read()["task_id"]) == ids[:5] + ids[30:] + [tid(50)]
     assert all(f.read_bytes().endswith(b"\n") for f in results.log_segments(store.runs))
 
 
@@ -295,7 +301,7 @@ def test_a_row_longer_than_the_segment_size_gets_a_file_of_its_own(tmp_path, mon
         store.append(log_row(i))
     files = results.log_segments(store.runs)
     assert [f.read_text().count("\n") for f in files] == [2, 2, 2]  # header + one whole row
-    assert list(store.read()["task_id"]) == ["t000", "t001", "t002"]
+    assert list(store.read()["task_id"]) == [tid(0), tid(1), tid(2)]
 
 
 def test_a_run_sees_rows_that_land_in_a_new_file_of_the_log(tmp_path, monkeypatch):
@@ -304,11 +310,11 @@ def test_a_run_sees_rows_that_land_in_a_new_file_of_the_log(tmp_path, monkeypatc
     store = RunStore(tmp_path)
     finished = execution.finished_reader(store, require_timing=False)
     store.append(log_row(0))
-    assert finished() == {"t000"}
+    assert finished() == {tid(0)}
     for i in range(1, 4):
         store.append(log_row(i))
     assert len(results.log_segments(store.runs)) > 1
-    assert finished() == {"t000", "t001", "t002", "t003"}
+    assert finished() == {tid(0), tid(1), tid(2), tid(3)}
 
 
 def test_half_written_last_line_is_repaired(tmp_path):
@@ -558,3 +564,385 @@ def test_an_interruption_inside_a_compiled_call_stops_the_run(mirror, monkeypatc
     monkeypatch.setattr(runner, "fit_task_solver", broken)
     row = runner.run_task(task)
     assert row["_failed"] and row["error_type"] == "SystemError"
+
+
+def test_a_user_file_edited_in_place_reruns_its_tasks_and_no_others(tmp_path):
+    """The task id carries the sha256 of a user's file: a CSV rewritten in place (same path and
+    size, other values) makes new tasks, its finished rows are refused until --supersede moves
+    them aside, and the new rows hold the new data's error; a file left as it was keeps its rows.
+    The rewrite moves the mtime 10 s on, past any file system's timestamp resolution."""
+    rng = np.random.default_rng(3)
+    labels = np.arange(30) % 2
+    X = np.c_[5 * labels + rng.uniform(size=30), rng.uniform(size=30)]
+
+    def write(path, features):
+        path.write_text("a,b,label\n" + "".join(f"{u:.4f},{v:.4f},{c}\n"
+                                                for (u, v), c in zip(features, labels)))
+
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    write(a, X)
+    write(b, X)
+    exp = parse_config({"name": "edits", "solvers": ["euclidean"], "split": {"n_splits": 2},
+                        "datasets": [{"path": str(f), "label_column": "label"} for f in (a, b)],
+                        "evaluation": {"tie_break": "lowest"},
+                        "execution": {"backend": "sequential"}}, source="test")
+    root = tmp_path / "results"
+    first, _ = quiet_run(exp, root)
+    assert (first.ran, first.done_before) == (4, 0)
+    old = runs_of(root, "edits")
+    assert (old["error"] == 0).all()  # separable by the first feature
+
+    size = a.stat().st_size
+    shuffled = X[rng.permutation(30)]  # the same values in other rows: the labels do not follow
+    write(a, shuffled)
+    st = a.stat()
+    os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000_000))
+    assert a.stat().st_size == size
+    with pytest.raises(RunRefused, match="no longer contains the tasks of 2 finished rows"):
+        quiet_run(exp, root)
+    summary, _ = quiet_run(exp, root, supersede=True)
+    assert (summary.ran, summary.done_before) == (2, 2)
+
+    runs = runs_of(root, "edits")
+    assert len(runs) == 4 and runs["task_id"].is_unique
+    moved = pd.read_csv(root / "edits" / "runs_superseded.csv", dtype={"task_id": str})
+    assert sorted(moved["task_id"]) == sorted(old.loc[old["dataset"] == "a", "task_id"])
+    kept = ["task_id", "finished_at", "error"]
+    pd.testing.assert_frame_equal(runs.loc[runs["dataset"] == "b", kept].reset_index(drop=True),
+                                  old.loc[old["dataset"] == "b", kept].reset_index(drop=True))
+    # independent reference: the new file's values, z-scored on the training part, 3-NN
+    from dml_bench.splits import split_indices
+
+    values = pd.read_csv(a)[["a", "b"]].to_numpy()
+    for row in runs[runs["dataset"] == "a"].itertuples():
+        train, _, test = split_indices(labels, 0.7, row.seed)
+        scaler = StandardScaler().fit(values[train])
+        knn = KNeighborsClassifier(3, algorithm="brute").fit(scaler.transform(values[train]),
+                                                             labels[train])
+        expected = np.mean(knn.predict(scaler.transform(values[test])) != labels[test])
+        assert row.error == pytest.approx(expected, abs=1e-12) and expected > 0
+
+
+# --------------------------------------------------------------------------- (g) damaged logs
+
+
+def file_lines(path) -> list[bytes]:
+    return path.read_bytes().split(b"\n")[:-1]
+
+
+def test_corrupt_lines_anywhere_are_set_aside_once(tmp_path, capsys):
+    store = RunStore(tmp_path)
+    for i in range(3):
+        store.append(log_row(i))
+    runs = tmp_path / "runs.csv"
+    clean = file_lines(runs)
+    junk = [b"\x00\x01\x89PNG binary", "caf\xe9,latin-1".encode("latin-1"), clean[0],
+            f"{tid(7)},seg,wine".encode(), clean[1].replace(tid(0).encode(), b"not-a-task-id-00")]
+    mixed = [clean[0], clean[1], junk[0], clean[2], junk[1], junk[2], clean[3], junk[3], junk[4]]
+    runs.write_bytes(b"".join(line + b"\n" for line in mixed))
+
+    assert list(store.read()["task_id"]) == [tid(0), tid(1), tid(2)]
+    assert capsys.readouterr().err == \
+        f"warning: {runs}: 5 corrupt lines set aside into runs.csv.corrupt\n"
+    assert file_lines(runs) == clean  # the good rows, byte for byte
+    assert (tmp_path / "runs.csv.corrupt").read_bytes() == b"".join(
+        b"runs.csv:%d: %s\n" % (number, line) for number, line in zip((3, 5, 6, 8, 9), junk))
+    # set aside once: reading again neither warns nor rewrites
+    before = runs.stat()
+    assert list(store.read()["task_id"]) == [tid(0), tid(1), tid(2)]
+    assert capsys.readouterr().err == ""
+    after = runs.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    # the next row goes after the good ones
+    store.append(log_row(3))
+    assert list(store.read()["task_id"]) == [tid(i) for i in range(4)]
+
+
+def test_a_run_checks_every_log_and_segment_before_it_writes(tmp_path, capsys, monkeypatch):
+    from dml_bench import results
+    from dml_bench.results import ERROR_COLUMNS
+
+    monkeypatch.setattr(results, "SEGMENT_BYTES", 700)
+    store = RunStore(tmp_path)
+    for i in range(6):
+        store.append(log_row(i))
+    second = results.log_segments(store.runs)[1]
+    with open(second, "ab") as fh:
+        fh.write(b"\xff\xfe\n")
+    (tmp_path / "errors.csv").write_text(",".join(ERROR_COLUMNS) + "\nhalf,an,error\n")
+    capsys.readouterr()
+    store.check()
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: {second}: 1 corrupt line set aside into runs.csv.corrupt",
+        f"warning: {tmp_path / 'errors.csv'}: 1 corrupt line set aside into errors.csv.corrupt"]
+    number = second.read_bytes().count(b"\n") + 1
+    assert (tmp_path / "runs.csv.corrupt").read_bytes() == \
+        f"{second.name}:{number}: ".encode() + b"\xff\xfe\n"
+    assert (tmp_path / "errors.csv.corrupt").read_bytes() == b"errors.csv:2: half,an,error\n"
+    assert list(store.read()["task_id"]) == [tid(i) for i in range(6)]
+
+
+def test_corrupt_lines_that_cannot_be_set_aside_are_skipped(tmp_path, capsys, monkeypatch):
+    """A folder that cannot be written (read-only, or its lock refused): the lines stay, are
+    skipped by every read, and are reported once."""
+    store = RunStore(tmp_path)
+    store.append(log_row(0))
+    with open(store.runs, "ab") as fh:
+        fh.write(b"junk\n")
+    content = store.runs.read_bytes()
+
+    def refused(self):
+        raise PermissionError(13, "Permission denied", str(self._lock_path))
+
+    monkeypatch.setattr(RunStore, "_locked", refused)
+    capsys.readouterr()
+    for _ in range(2):
+        assert list(store.read()["task_id"]) == [tid(0)]
+    assert capsys.readouterr().err == (f"warning: {store.runs}: 1 corrupt line skipped (cannot "
+                                       "set it aside into runs.csv.corrupt: Permission denied)\n")
+    assert store.runs.read_bytes() == content
+    assert not (tmp_path / "runs.csv.corrupt").exists()
+
+
+def test_short_writes_are_written_on_until_the_row_is_whole(tmp_path, monkeypatch):
+    real = os.write
+    calls = []
+
+    def seven_bytes_at_a_time(fd, data):
+        calls.append(len(data))
+        return real(fd, bytes(data)[:7])
+
+    monkeypatch.setattr(os, "write", seven_bytes_at_a_time)
+    store = RunStore(tmp_path)
+    for i in range(3):
+        store.append(log_row(i))
+    monkeypatch.undo()
+    expected = pd.DataFrame([log_row(i) for i in range(3)]).reindex(columns=RUN_COLUMNS)
+    assert store.runs.read_text() == expected.to_csv(index=False, lineterminator="\n")
+    assert len(calls) > 3 * 20
+
+
+def test_a_write_that_fails_part_way_leaves_the_log_as_it_was(tmp_path, monkeypatch):
+    import errno
+
+    from dml_bench.results import LogWriteFailed
+
+    store = RunStore(tmp_path)
+    store.append(log_row(0))
+    before = store.runs.read_bytes()
+    real, state = os.write, {"calls": 0}
+
+    def full_disk(fd, data):
+        state["calls"] += 1
+        if state["calls"] == 1:  # part of the row fits
+            return real(fd, bytes(data)[:10])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", full_disk)
+    with pytest.raises(LogWriteFailed) as failed:
+        store.append(log_row(1))
+    monkeypatch.undo()
+    assert (failed.value.errno, failed.value.strerror, failed.value.filename) == (
+        errno.ENOSPC, "No space left on device", str(store.runs))
+    assert store.runs.read_bytes() == before
+    store.append(log_row(2))
+    assert list(store.read()["task_id"]) == [tid(0), tid(2)]
+
+
+def test_a_full_disk_stops_the_run_with_the_rows_it_saved(tmp_path, monkeypatch):
+    """The run stops at the row that does not fit, says how many it saved, and the next run
+    runs the others: every task once."""
+    import errno
+
+    from dml_bench.results import LogWriteFailed
+
+    exp = small_experiment()
+    ids = planned_ids(exp)
+    real, state = os.write, {"rows": 0}
+
+    def full_after_two_rows(fd, data):
+        if not os.readlink(f"/proc/self/fd/{fd}").endswith("/runs.csv"):
+            return real(fd, data)
+        state["rows"] += 1
+        if state["rows"] > 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", full_after_two_rows)
+    with pytest.raises(LogWriteFailed) as failed:
+        quiet_run(exp, tmp_path)
+    monkeypatch.undo()
+    assert failed.value.strerror == \
+        f"No space left on device; 2 of {len(ids)} rows saved, rerun to finish"
+    assert failed.value.filename == str(tmp_path / "quick" / "runs.csv")
+    saved = runs_of(tmp_path)
+    assert len(saved) == 2
+
+    summary, _ = quiet_run(exp, tmp_path)
+    assert (summary.ran, summary.done_before) == (len(ids) - 2, 2)
+    runs = runs_of(tmp_path)
+    assert sorted(runs["task_id"]) == sorted(ids)
+    kept = runs.set_index("task_id").loc[saved["task_id"], "finished_at"]
+    assert kept.tolist() == saved["finished_at"].tolist()
+
+
+SUPERSEDE_KILLED = """
+import os, signal, sys
+from dml_bench import results
+from dml_bench.cli import main
+
+def killed(self, task_ids):  # archive's second step: the rows are in runs_superseded.csv
+    os.kill(os.getpid(), signal.SIGKILL)
+
+results.RunStore.drop = killed
+sys.argv = ["dmlbench", "run", sys.argv[1], "--results-dir", sys.argv[2], "--supersede"]
+main()
+"""
+
+
+def test_supersede_killed_between_its_two_steps_moves_each_row_once(tmp_path, write_yaml):
+    """kill -9 after the rows were appended to runs_superseded.csv and before they left runs.csv:
+    the rerun completes the move, no row duplicated or lost."""
+    config = {**KILL_CONFIG, "name": "moved", "split": {"n_splits": 2, "seed": 1},
+              "solvers": [{"name": "euclidean"}]}
+    root = tmp_path / "results"
+    summary, _ = quiet_run(parse_config(config), root)
+    old = runs_of(root, "moved")
+    assert summary.ran == len(old) == 6
+    changed = write_yaml({**config, "evaluation": {"knn_k": 5}}, "changed.yaml")
+    killed = subprocess.run([sys.executable, "-c", SUPERSEDE_KILLED, str(changed), str(root)],
+                            capture_output=True, text=True, env=os.environ.copy(), timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    folder = root / "moved"
+    superseded = pd.read_csv(folder / "runs_superseded.csv", dtype={"task_id": str})
+    assert sorted(superseded["task_id"]) == sorted(old["task_id"])  # both logs hold them
+    assert sorted(runs_of(root, "moved")["task_id"]) == sorted(old["task_id"])
+
+    summary, messages = quiet_run(load_config(changed), root, supersede=True)
+    assert summary.ran == 6
+    superseded = pd.read_csv(folder / "runs_superseded.csv", dtype={"task_id": str})
+    key = ["task_id", "finished_at"]
+    pd.testing.assert_frame_equal(superseded[key].sort_values(key, ignore_index=True),
+                                  old[key].sort_values(key, ignore_index=True))
+    runs = runs_of(root, "moved")
+    assert len(runs) == 6 and set(runs["task_id"]).isdisjoint(old["task_id"])
+
+
+def test_a_log_that_is_a_symlink_is_never_written_through(tmp_path):
+    from dml_bench.results import UnsafeLog, append_bytes
+
+    exp = small_experiment()
+    folder = tmp_path / "quick"
+    folder.mkdir()
+    target = tmp_path / "elsewhere.csv"
+    target.write_text("precious\n")
+    (folder / "runs.csv").symlink_to(target)
+    with pytest.raises(UnsafeLog, match=r"runs\.csv is a symbolic link"):
+        quiet_run(exp, tmp_path)
+    # O_NOFOLLOW: even a link made after the run's check is not followed
+    with pytest.raises(UnsafeLog):
+        append_bytes(folder / "runs.csv", b"row\n")
+    with pytest.raises(UnsafeLog):
+        RunStore(folder).append(log_row(0))
+    assert target.read_text() == "precious\n"
+    assert not (folder / "config.yaml").exists()  # refused before any work
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027, 0o002])
+def test_logs_get_the_mode_of_a_new_file_of_the_folder(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        store = RunStore(tmp_path)
+        for i in range(3):
+            store.append(log_row(i))
+        assert store.runs.stat().st_mode & 0o777 == 0o666 & ~umask
+        store.drop({tid(1)})  # a rewrite: temporary file, renamed
+        assert store.runs.stat().st_mode & 0o777 == 0o666 & ~umask
+        assert list(store.read()["task_id"]) == [tid(0), tid(2)]
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".runs.csv")] == []
+    finally:
+        os.umask(old)
+
+
+def test_a_dataset_that_cannot_be_read_is_a_reason_to_skip(monkeypatch):
+    import dml_bench.datasets as datasets
+    from dml_bench.tasks import _data_problem
+
+    def unreadable(name, **kwargs):
+        raise PermissionError(13, "Permission denied", "/data/mine.csv")
+
+    exp = experiment(solvers=[{"name": "euclidean"}])
+    monkeypatch.setattr(datasets, "load_dataset", unreadable)
+    assert _data_problem("wine", None, None) == \
+        "data not available: dataset 'wine': /data/mine.csv: Permission denied"
+    tasks, skipped = plan(exp)
+    assert tasks == []
+    assert skipped == [(d, "euclidean", "data not available: dataset "
+                        f"'{d}': /data/mine.csv: Permission denied") for d in ("wine", "iris")]
+
+    def not_numbers(name, **kwargs):
+        raise ValueError("could not convert string to float: 'x'")
+
+    monkeypatch.setattr(datasets, "load_dataset", not_numbers)
+    assert _data_problem("wine", None, None) == \
+        "data not available: dataset 'wine': ValueError: could not convert string to float: 'x'"
+
+    def bug(name, **kwargs):
+        raise TypeError("a bug, not a data fault")
+
+    monkeypatch.setattr(datasets, "load_dataset", bug)
+    with pytest.raises(TypeError):
+        _data_problem("wine", None, None)
+
+
+def test_labels_that_select_no_task_are_refused():
+    from dml_bench.execution import NothingSelected, check_labels
+
+    exp = experiment(datasets=[{"name": "wine", "solvers": ["euclidean"]}, {"name": "iris"}],
+                     solvers=[{"name": "euclidean"}, {"name": "lda"}])
+    assert check_labels(exp, ["wine"], ["euclidean"]) == ["wine", "iris"]
+    assert check_labels(exp, None, ["lda"]) == ["wine", "iris"]  # iris runs it
+    with pytest.raises(NothingSelected, match="--dataset wine --solver lda select no task of "
+                                              "quick"):
+        check_labels(exp, ["wine"], ["lda"])
+
+
+def test_a_run_that_waits_for_another_says_so_once(tmp_path):
+    """Another process holds two claims; this run defers both, says once that it waits, and
+    runs them when the claims are released."""
+    import threading
+
+    from filelock import FileLock
+
+    from dml_bench.results import TaskClaims
+
+    claims = TaskClaims(tmp_path)
+    claims.dir.mkdir()
+    work = [type("T", (), {"task_id": tid(i)})() for i in range(4)]
+    held = [FileLock(claims.dir / f"{t.task_id}.lock", thread_local=False) for t in work[1:3]]
+    acquired, release = threading.Event(), threading.Event()
+
+    def other_run():
+        for lock in held:
+            lock.acquire()
+        acquired.set()
+        release.wait(10)
+        for lock in held:
+            lock.release()
+
+    thread = threading.Thread(target=other_run)
+    thread.start()
+    acquired.wait(10)
+    messages, rows = [], []
+
+    def record(row):
+        rows.append(row["task_id"])
+        if len(rows) == 2:  # this run's own tasks are done: the other run lets go
+            release.set()
+
+    execution.land_rows(lambda task, blas: {"task_id": task.task_id}, work, RunStore(tmp_path),
+                        n_jobs=1, backend="sequential", claims=claims, require_timing=False,
+                        record=record, echo=messages.append)
+    thread.join()
+    assert messages == ["waiting for 2 tasks that another run on this folder is running"]
+    assert rows == [tid(0), tid(3), tid(1), tid(2)]

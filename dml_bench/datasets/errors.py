@@ -67,3 +67,13 @@ class DataParseError(DataIntegrityError, ValueError):
     A :class:`DataIntegrityError` (hence a :class:`DataNotAvailable`, one-line message), and a
     ``ValueError`` like the parser errors it replaces (the original is its ``__cause__``).
     """
+
+
+class DataTooLarge(DataNotAvailable):
+    """A dataset file declares an array larger than the memory available or the declared maximum
+    (:mod:`dml_bench.resources`, ``DMLBENCH_MAX_ARRAY_BYTES``): refused from its header, before
+    anything is allocated.
+
+    A :class:`DataNotAvailable` (the dataset is skipped with this reason), with a one-line message
+    naming the file, the array, its declared size and the budget it exceeds.
+    """

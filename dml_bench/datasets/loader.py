@@ -6,7 +6,6 @@ import copy
 import functools
 import os
 import struct
-import warnings
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -16,12 +15,16 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ..errors import DMLBenchError, warn
 from ..registry import describe as _describe
+from ..resources import oversize
 from . import bincache
 from .catalog import DATASETS
-from .errors import DataIntegrityError, DataNotAvailable, DataParseError
+from . import content
+from .content import file_version
+from .errors import DataIntegrityError, DataNotAvailable, DataParseError, DataTooLarge
 from .files import ensure_files, files_status, resolve_cache_dir, resolve_mirror
-from .spec import DatasetSpec, Parsed, spec_from_arrays
+from .spec import DatasetSpec, Parsed, PluginParser, spec_from_arrays
 
 PathLike = str | os.PathLike
 
@@ -84,7 +87,9 @@ def load_dataset(
         parse (``DataParseError``, also a ``ValueError``), or the parsed data has the wrong shape
         or class count.
     """
-    X, y, meta = _load(DATASETS[name], *_roots(mirror, cache_dir), allow_network)
+    # a user's file: the spec of its content now, not the one the registry read first
+    spec = _file_source(name.removeprefix("file:")) if name.startswith("file:") else DATASETS[name]
+    X, y, meta = _load(spec, *_roots(mirror, cache_dir), allow_network)
     return X, y, copy.deepcopy(meta)
 
 
@@ -105,8 +110,9 @@ def dataset_status(name: str, *, mirror: PathLike | None = None, cache_dir: Path
 
     Returns
     -------
-    status : {'bundled', 'generated', 'cached', 'mirror', 'network needed'}
-        'generated': computed from a seed, no files; 'network needed': some file is in neither
+    status : {'bundled', 'generated', 'plug-in', 'cached', 'mirror', 'network needed'}
+        'generated': computed from a seed, no files; 'plug-in': loaded by a plug-in class
+        without files (its code, run only when a run loads it); 'network needed': some file is in neither
         cache nor mirror (whether or not it can actually be downloaded: see ``DATASETS[name]``'s
         files and notes; ``usps_roweis``, ``gisette``, ``news20``, ``lfw_sift``,
         ``face_background`` here). An OpenML dataset (``openml:<id>``) is 'cached' when openml's
@@ -117,7 +123,7 @@ def dataset_status(name: str, *, mirror: PathLike | None = None, cache_dir: Path
         return SOURCE_STATUS[scheme](reference)
     spec = DATASETS[name]
     if spec.kind != "files":
-        return spec.kind
+        return "plug-in" if isinstance(spec.parser, PluginParser) else spec.kind
     mirror_root, cache_root = _roots(mirror, cache_dir)
     return files_status(spec, cache_root, mirror_root)
 
@@ -165,8 +171,8 @@ def _load(spec: DatasetSpec, mirror: Path | None, cache_dir: Path, allow_network
         if not from_binary_cache:
             raise
         # a stored parse that does not fit the spec: ignore it, parse the verified files again
-        warnings.warn(f"dataset {spec.name!r}: ignoring the binary cache {paths[0]} ({exc}); it is "
-                      "rebuilt from the verified files", RuntimeWarning, stacklevel=3)
+        warn(f"dataset {spec.name!r}: ignoring the binary cache {paths[0]} ({exc}); it is "
+             "rebuilt from the verified files")
         parsed, paths, source, from_binary_cache = _parse(
             spec, mirror, cache_dir, allow_network, use_binary_cache=False
         )
@@ -175,8 +181,7 @@ def _load(spec: DatasetSpec, mirror: Path | None, cache_dir: Path, allow_network
         try:
             bincache.save(spec, cache_dir, parsed)
         except OSError as exc:  # a read-only or full cache only costs speed
-            warnings.warn(f"dataset {spec.name!r}: could not write the binary cache ({exc})",
-                          RuntimeWarning, stacklevel=3)
+            warn(f"dataset {spec.name!r}: could not write the binary cache ({exc})")
     class_names = parsed.extra.get("class_names") or spec.class_names or [str(c) for c in classes]
     meta = {
         "name": spec.name,
@@ -208,11 +213,19 @@ def _parse(
     allow_network: bool,
     use_binary_cache: bool = True,
 ):
-    """``(parsed, paths, source, from_binary_cache)`` for a spec."""
+    """``(parsed, paths, source, from_binary_cache)`` for a spec.
+
+    A plug-in's data (a :class:`~dml_bench.datasets.spec.PluginParser`) is loaded only with
+    ``allow_network``: its code may use the network, and a load without network access (the
+    config's checks, ``dmlbench validate``) must not run it."""
+    if isinstance(spec.parser, PluginParser) and not allow_network:
+        raise DataNotAvailable(f"dataset {spec.name!r}: a plug-in's data is loaded only for a run "
+                               "(its code may use the network, which is not allowed here)")
     if spec.generated:
         return spec.parser([]), [], spec.kind, False  # computed: its errors are bugs, not data faults
     if spec.bundled:
-        return _run_parser(spec, []), [], spec.kind, False
+        source = "plug-in" if isinstance(spec.parser, PluginParser) else spec.kind
+        return _run_parser(spec, []), [], source, False
     if use_binary_cache and spec.binary_cache and files_status(spec, cache_dir, None) == "cached":
         # files verified into the cache earlier: their verified parse may be stored already
         hit = bincache.load(spec, cache_dir)
@@ -237,6 +250,8 @@ def _parse_errors() -> tuple[type[BaseException], ...]:
 def _run_parser(spec: DatasetSpec, paths: list[Path]):
     try:
         return spec.parser(paths)
+    except DataTooLarge as exc:  # refused from its header: name the dataset, no re-fetch hint
+        raise DataTooLarge(f"dataset {spec.name!r}: {exc}") from exc
     except _parse_errors() as exc:
         raise DataParseError(
             f"dataset {spec.name!r}: cannot parse {_origin(spec, paths)}: {_describe(exc)}. "
@@ -245,6 +260,8 @@ def _run_parser(spec: DatasetSpec, paths: list[Path]):
 
 
 def _refetch_hint(spec: DatasetSpec) -> str:
+    if isinstance(spec.parser, PluginParser):
+        return "The plug-in's data does not fit what its class declares: fix the plug-in."
     if spec.bundled:
         return "The copy bundled with the package is damaged: reinstall the package that ships it."
     records = " (and their .sha256 records)" if any(not f.pinned for f in spec.files) else ""
@@ -319,6 +336,8 @@ def _check_parsed(
 def _origin(spec: DatasetSpec, paths: list[Path]) -> str:
     if spec.generated:
         return "the generator"
+    if isinstance(spec.parser, PluginParser):
+        return f"the plug-in's load() ({', '.join(map(str, paths)) or 'no files'})"
     if not paths:
         return "the bundled copy"
     if len(paths) > 3:
@@ -349,8 +368,9 @@ def file_spec(path: PathLike, label_column: str | None = None) -> DatasetSpec:
     For CSV and ARFF, ``label_column`` names the class column and every other column is a
     feature: numeric columns as they are, nominal (ARFF) and boolean columns one-hot encoded;
     text columns are refused. Rows with a missing value are dropped (``meta['n_dropped']``).
-    The file is read when the spec is made (once per process); relative paths are relative to
-    the working directory.
+    The file is read when the spec is made (:func:`load_dataset` makes the spec of a ``file:``
+    name once per process and version of the file); relative paths are relative to the working
+    directory.
 
     Parameters
     ----------
@@ -389,11 +409,9 @@ def file_spec(path: PathLike, label_column: str | None = None) -> DatasetSpec:
                                f"working directory {Path.cwd()})")
     try:
         if fmt == "libsvm":
-            from sklearn.datasets import load_svmlight_file
+            from .parsers import user_libsvm
 
-            X, labels = load_svmlight_file(str(path), dtype=np.float64)
-            labels = labels.astype(np.int64) if np.all(labels == np.round(labels)) else labels
-            parsed = Parsed(X.toarray(), labels, {"n_dropped": 0})
+            parsed = user_libsvm(path, what)  # refuses a dense array beyond the memory
         else:
             frame = pd.read_csv(path) if fmt == "csv" else _read_arff(path)
             parsed = frame_arrays(frame, label_column, what)
@@ -406,9 +424,20 @@ def file_spec(path: PathLike, label_column: str | None = None) -> DatasetSpec:
 
 
 def _file_source(reference: str) -> DatasetSpec:
-    """The spec a ``file:<path>[?label_column=<column>]`` dataset name refers to."""
+    """The spec a ``file:<path>[?label_column=<column>]`` dataset name refers to, made once per
+    version of the file (:func:`~dml_bench.datasets.content.file_version`): a file changed in
+    place, or another file at the same relative path, is read again."""
     path, _, label_column = reference.partition("?label_column=")
-    return file_spec(path, label_column or None)
+    try:
+        version = file_version(path)
+    except OSError:
+        version = None  # file_spec says why it cannot be read
+    return _versioned_file_spec(path, label_column or None, version)
+
+
+@functools.lru_cache(maxsize=8)
+def _versioned_file_spec(path: str, label_column: str | None, version: tuple | None):
+    return file_spec(path, label_column)
 
 
 DATASETS.register_source("file", _file_source)
@@ -425,6 +454,8 @@ def frame_arrays(frame: pd.DataFrame, label_column: str, what: str) -> Parsed:
     ------
     DataParseError
         ``label_column`` is not a column, a feature column holds text, or no row is complete.
+    DataTooLarge
+        The one-hot encoded array would not fit in memory (:func:`dml_bench.resources.oversize`).
     """
     if label_column not in frame.columns:
         columns = ", ".join(map(str, frame.columns[:20])) + (", ..." if frame.shape[1] > 20 else "")
@@ -440,6 +471,11 @@ def frame_arrays(frame: pd.DataFrame, label_column: str, what: str) -> Parsed:
     complete = (features.notna().all(axis=1) & frame[label_column].notna()).to_numpy()
     if not complete.any():
         raise DataParseError(f"{what}: no row is complete (every row has a missing value)")
+    width = sum(len(features[c].cat.categories) if isinstance(features[c].dtype, pd.CategoricalDtype)
+                else 2 if c in categorical else 1 for c in features.columns)  # one-hot columns
+    problem = oversize((int(complete.sum()), width), np.float64, "a dense array")
+    if problem:  # a nominal column of n distinct values makes n columns
+        raise DataTooLarge(f"{what}: the one-hot encoded table {problem}")
     X = pd.get_dummies(features[complete], columns=categorical, dtype=np.float64)
     labels = frame[label_column][complete].to_numpy()
     if labels.dtype.kind == "f" and np.all(labels == np.round(labels)):
@@ -460,3 +496,37 @@ def _read_arff(path: Path) -> pd.DataFrame:
             values = frame[column].str.decode("utf-8")
             frame[column] = values.where(values != "?").astype("category")
     return frame
+
+
+def dataset_digest(name: str, *, mirror=None, cache_dir=None) -> str | None:
+    """The content digest that enters the ids of tasks on dataset ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A dataset name as configs give it (see :func:`load_dataset`).
+    mirror, cache_dir : path-like or None
+        As for :func:`load_dataset`; the record of digests is in the cache.
+
+    Returns
+    -------
+    digest : str or None
+        None for a catalogue dataset (its name and pinned files fix its data); the sha256 of the
+        file for ``file:<path>[?label_column=<column>]``; the sha256 of the loaded arrays for any
+        other name (OpenML, plug-ins). When the data cannot be read now, the digest recorded when
+        it last could, else :data:`~dml_bench.datasets.content.UNAVAILABLE` (such tasks are
+        skipped, not run).
+    """
+    if any(name == known for known in DATASETS):  # iterating lists the catalogue alone
+        return None
+    if name.startswith("file:"):
+        path = name.removeprefix("file:").partition("?label_column=")[0]
+        try:
+            return content.file_digest(path, cache_dir=cache_dir)
+        except OSError:
+            return content.recorded_file_digest(path, cache_dir=cache_dir)
+    try:
+        X, y, _ = load_dataset(name, mirror=mirror, cache_dir=cache_dir)
+    except DMLBenchError:  # not available now (or not allowed): the digest of its rows
+        return content.recorded_dataset_digest(name, cache_dir=cache_dir)
+    return content.loaded_digest(name, X, y, cache_dir=cache_dir)

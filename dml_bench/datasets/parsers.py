@@ -7,6 +7,18 @@ Formats: delimited text (UCI), HDF5 groups, binary PGM images, IDX (MNIST), MAT 
 of images (Yale B, Roweis USPS), ``.npz`` arrays, sparse ``index:value`` text with a separate
 label file (NIPS 2003 feature-selection challenge), libsvm / svmlight, and per-image descriptor
 tables (LFW SIFT; see :func:`read_descriptor_table`).
+
+Bounded reading: before an array is read, the size its file declares (a ``.npy`` header, each
+``.npz`` member's header, an HDF5 dataset's shape and dtype, a MAT variable's dimensions from
+``scipy.io.whosmat``, an IDX header, a LIBSVM file's rows × largest feature index before it is
+densified) is checked against the smaller of the memory available now and a declared maximum,
+:data:`dml_bench.resources.MAX_ARRAY_BYTES` (64 GiB; the environment variable
+``DMLBENCH_MAX_ARRAY_BYTES``, a number of bytes, replaces it). A file beyond it is refused with
+:class:`~dml_bench.datasets.errors.DataTooLarge` (a ``DataNotAvailable``: the dataset is skipped
+with the reason), e.g. ``/w/big.npz: X declares an array of 26.2 TiB (3000000 × 1200000
+float64), more than the 20.1 GiB of memory available``, so that a few bytes cannot exhaust the
+memory. Delimited text, PGM and index:value files need no such check: their arrays are at most a
+few times the size of their (decompressed) text, which the catalogue pins by its sha256.
 """
 
 from __future__ import annotations
@@ -14,6 +26,8 @@ from __future__ import annotations
 import bz2
 import gzip
 import re
+import zipfile
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -22,6 +36,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ..resources import npz_headers, oversize
+from .errors import DataTooLarge
 from .spec import Parsed, Parser
 
 _IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
@@ -105,7 +121,8 @@ def hdf5_groups(groups: Sequence[str], *, data: str = "data", target: str = "tar
 
         (path,) = paths
         with h5py.File(path, "r") as fh:
-            blocks = [(fh[g][data][()].astype(np.float64), fh[g][target][()]) for g in groups]
+            blocks = [(_h5_read(fh[g][data], path).astype(np.float64),
+                       _h5_read(fh[g][target], path)) for g in groups]
         return _stack(blocks, groups)
 
     return parse
@@ -205,17 +222,25 @@ def idx_files(parts: Sequence[str] | None = None) -> Parser:
 
 def read_idx(path: Path) -> np.ndarray:
     """Read an IDX file (``.gz`` decompressed): 2 zero bytes, type code, ndim, big-endian
-    uint32 sizes, then the data in C order."""
-    raw = _read_bytes(path)
-    if len(raw) < 4 or raw[:2] != b"\0\0" or raw[2] not in _IDX_DTYPES:
-        raise ValueError(f"{path}: not an IDX file (header {raw[:4].hex()})")
-    ndim = raw[3]
-    shape = tuple(int(d) for d in np.frombuffer(raw, ">u4", count=ndim, offset=4))
-    dtype = np.dtype(_IDX_DTYPES[raw[2]])
-    offset = 4 + 4 * ndim
-    if len(raw) - offset != int(np.prod(shape)) * dtype.itemsize:
-        raise ValueError(f"{path}: {len(raw) - offset} data bytes for shape {shape} of {dtype}")
-    return np.frombuffer(raw, dtype, offset=offset).reshape(shape).astype(dtype.newbyteorder("="))
+    uint32 sizes, then the data in C order. The declared size is checked against the memory
+    before the data is read (a small ``.gz`` may expand to any size)."""
+    with _open_binary(path) as fh:
+        head = fh.read(4)
+        if len(head) < 4 or head[:2] != b"\0\0" or head[2] not in _IDX_DTYPES:
+            raise ValueError(f"{path}: not an IDX file (header {head.hex()})")
+        ndim = head[3]
+        sizes = fh.read(4 * ndim)
+        if len(sizes) != 4 * ndim:
+            raise ValueError(f"{path}: truncated IDX header")
+        shape = tuple(int(d) for d in np.frombuffer(sizes, ">u4"))
+        dtype = np.dtype(_IDX_DTYPES[head[2]])
+        _refuse(shape, dtype, str(path))
+        need = int(np.prod(shape)) * dtype.itemsize
+        raw = fh.read(need + 1)
+    if len(raw) != need:
+        raise ValueError(f"{path}: {len(raw)}{'+' if len(raw) > need else ''} data bytes for "
+                         f"shape {shape} of {dtype}")
+    return np.frombuffer(raw, dtype).reshape(shape).astype(dtype.newbyteorder("="))
 
 
 def mat_images(
@@ -242,6 +267,7 @@ def mat_images(
         import scipy.io
 
         (path,) = paths
+        _check_mat(path, (features, labels))
         mat = scipy.io.loadmat(path)
         X = np.asarray(mat[features])
         if X.ndim != 2 or X.shape[1] != np.prod(image_shape):
@@ -278,6 +304,7 @@ def mat_class_blocks(
         import scipy.io
 
         (path,) = paths
+        _check_mat(path, (variable,))
         data = np.asarray(scipy.io.loadmat(path)[variable])
         if data.ndim != 3 or data.shape[0] != np.prod(image_shape) or data.shape[2] != len(class_labels):
             raise ValueError(f"{path}: {variable} has shape {data.shape}, expected "
@@ -292,11 +319,13 @@ def mat_class_blocks(
 
 
 def npz_arrays(features: str = "X", labels: str = "y") -> Parser:
-    """A NumPy ``.npz`` with a feature matrix and a label vector (read without pickle; other
-    members, e.g. object arrays of names, are ignored: give names in the spec)."""
+    """A NumPy ``.npz`` with a feature matrix and a label vector (read without pickle, after their
+    headers are checked against the memory; other members, e.g. object arrays of names, are
+    ignored: give names in the spec)."""
 
     def parse(paths: list[Path]) -> Parsed:
         (path,) = paths
+        _check_npz(path, (features, labels))
         with np.load(path, allow_pickle=False) as arrays:
             return Parsed(arrays[features], arrays[labels].ravel(), {})
 
@@ -481,29 +510,19 @@ def read_descriptor_table(path: Path, n_features: int = 3456) -> tuple[np.ndarra
     Raises
     ------
     ValueError
-        The file is in neither format or its content does not follow the layout above.
+        The file is in neither format, is damaged (a broken zip, MAT or HDF5 structure), or its
+        content does not follow the layout above.
+    DataTooLarge
+        ``X`` or ``names`` declares more bytes than may be read (see the module docstring).
     """
     path = Path(path)
     with open(path, "rb") as fh:
         head = fh.read(128)
-    if head.startswith(b"PK"):
-        with np.load(path, allow_pickle=False) as arrays:
-            missing = {"X", "names"} - set(arrays.files)
-            if missing:
-                raise ValueError(f"{path}: no {sorted(missing)} in the .npz (has {arrays.files})")
-            X, names = arrays["X"], [str(n) for n in arrays["names"].ravel()]
-    elif head.startswith(b"\x89HDF\r\n\x1a\n") or head.startswith(b"MATLAB 7.3"):
-        X, names = _hdf5_table(path, matlab=head.startswith(b"MATLAB"))
-    elif head.startswith(b"MATLAB"):
-        import scipy.io
-
-        mat = scipy.io.loadmat(path)
-        missing = {"X", "names"} - set(mat)
-        if missing:
-            raise ValueError(f"{path}: no {sorted(missing)} in the .mat file")
-        X, names = mat["X"], _mat_strings(mat["names"])
-    else:
-        raise ValueError(f"{path}: neither a .npz, a MAT (v5 or v7.3) nor an HDF5 file")
+    try:
+        X, names = _descriptor_arrays(path, head)
+    except (zipfile.BadZipFile, EOFError, KeyError, zlib.error, NotImplementedError) as exc:
+        raise ValueError(f"{path}: damaged or unreadable ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())})") from exc
     X = np.asarray(X)
     if X.ndim != 2 or X.shape[1] != n_features or not np.issubdtype(X.dtype, np.number):
         raise ValueError(f"{path}: X has shape {X.shape} and dtype {X.dtype}, expected numeric "
@@ -516,6 +535,30 @@ def read_descriptor_table(path: Path, n_features: int = 3456) -> tuple[np.ndarra
     if len(set(names)) != len(names):
         raise ValueError(f"{path}: duplicate image names")
     return X.astype(np.float64), names
+
+
+def _descriptor_arrays(path: Path, head: bytes) -> tuple:
+    """``(X, names)`` of a descriptor table whose first bytes are ``head`` (see
+    :func:`read_descriptor_table`), each array's declared size checked before it is read."""
+    if head.startswith(b"PK"):
+        _check_npz(path, ("X", "names"))
+        with np.load(path, allow_pickle=False) as arrays:
+            missing = {"X", "names"} - set(arrays.files)
+            if missing:
+                raise ValueError(f"{path}: no {sorted(missing)} in the .npz (has {arrays.files})")
+            return arrays["X"], [str(n) for n in arrays["names"].ravel()]
+    if head.startswith(b"\x89HDF\r\n\x1a\n") or head.startswith(b"MATLAB 7.3"):
+        return _hdf5_table(path, matlab=head.startswith(b"MATLAB"))
+    if head.startswith(b"MATLAB"):
+        import scipy.io
+
+        _check_mat(path, ("X", "names"))
+        mat = scipy.io.loadmat(path)
+        missing = {"X", "names"} - set(mat)
+        if missing:
+            raise ValueError(f"{path}: no {sorted(missing)} in the .mat file")
+        return mat["X"], _mat_strings(mat["names"])
+    raise ValueError(f"{path}: neither a .npz, a MAT (v5 or v7.3) nor an HDF5 file")
 
 
 class LFWPair(NamedTuple):
@@ -642,12 +685,15 @@ def _hdf5_table(path: Path, matlab: bool) -> tuple[np.ndarray, list[str]]:
         missing = {"X", "names"} - set(fh)
         if missing:
             raise ValueError(f"{path}: no {sorted(missing)} in the HDF5 file (has {sorted(fh)})")
-        X, names = fh["X"][()], fh["names"]
+        names = fh["names"]
+        for dataset in (fh["X"], names):
+            _h5_read(dataset, path, check_only=True)
+        X = fh["X"][()]
         if not matlab:
             return X, [n.decode() if isinstance(n, bytes) else str(n) for n in names[()].ravel()]
         X = np.asarray(X).T
         if names.dtype == h5py.ref_dtype:  # cell array: one char (uint16) array per cell
-            chars = [np.asarray(fh[ref][()]).ravel() for ref in names[()].T.ravel()]
+            chars = [np.asarray(_h5_read(fh[ref], path)).ravel() for ref in names[()].T.ravel()]
             return X, ["".join(map(chr, c)) for c in chars]
         table = np.asarray(names[()]).T  # char matrix: one padded name per row
         return X, ["".join(map(chr, row)).rstrip() for row in np.atleast_2d(table)]
@@ -663,6 +709,81 @@ def _mat_strings(value) -> list[str]:
     raise ValueError(f"names of dtype {value.dtype} are not strings")
 
 
+def user_libsvm(path: Path, what: str) -> Parsed:
+    """A user's LIBSVM / svmlight file (``label index:value ...``), densified.
+
+    scikit-learn's reader keeps the data sparse; before it is densified, its rows × (largest
+    feature index) float64 values are checked against the memory (see the module docstring), so
+    that a few lines with a feature index of two billion are refused, not allocated. Integral
+    labels are returned as ints; ``what`` names the dataset in the error.
+
+    Raises
+    ------
+    DataTooLarge
+        The dense array would not fit.
+    ValueError
+        The file does not parse (scikit-learn's message).
+    """
+    from sklearn.datasets import load_svmlight_file
+
+    X, labels = load_svmlight_file(str(path), dtype=np.float64)
+    problem = oversize(X.shape, np.float64, "a dense array")
+    if problem:
+        raise DataTooLarge(f"{what}: the file {problem}; its largest feature index is "
+                           f"{X.shape[1]}, on {X.shape[0]} lines")
+    labels = labels.astype(np.int64) if np.all(labels == np.round(labels)) else labels
+    return Parsed(X.toarray(), labels, {"n_dropped": 0})
+
+
+def _refuse(shape, dtype, where: str, type_name: str | None = None) -> None:
+    """:class:`DataTooLarge` ``"<where> declares an array of …"`` when an array of ``shape`` and
+    ``dtype`` (a dtype or an item size) does not fit :func:`dml_bench.resources.oversize`'s
+    budget."""
+    problem = oversize(shape, dtype, type_name=type_name)
+    if problem:
+        raise DataTooLarge(f"{where} {problem}")
+
+
+def _check_npz(path: Path, members: Sequence[str]) -> None:
+    """The ``members`` of a ``.npz`` that are present fit in memory, from their headers."""
+    for name, (shape, dtype) in npz_headers(path, members).items():
+        _refuse(shape, dtype, f"{path}: {name}")
+
+
+def _h5_read(dataset, path: Path, check_only: bool = False):
+    """An HDF5 dataset's values, after its shape × item size is checked (nothing is read with
+    ``check_only``)."""
+    _refuse(dataset.shape or (), dataset.dtype, f"{path}: {dataset.name}")
+    return None if check_only else dataset[()]
+
+
+#: bytes per element of the arrays ``scipy.io.loadmat`` makes of each MATLAB class (chars become
+#: 4-byte unicode; cells and structs one object pointer each, their contents counted apart)
+_MAT_ITEMSIZE = {"double": 8, "single": 4, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2,
+                 "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "logical": 1, "char": 4,
+                 "cell": 8, "struct": 8, "object": 8}
+
+
+def _check_mat(path: Path, variables: Sequence[str]) -> None:
+    """The named variables of a MAT v4/v5 file fit in memory, from their headers
+    (``scipy.io.whosmat``). Sparse variables hold only their nonzeros, which the file holds."""
+    import scipy.io
+
+    for name, shape, mclass in scipy.io.whosmat(str(path)):
+        if name in variables and mclass in _MAT_ITEMSIZE:
+            _refuse(shape, _MAT_ITEMSIZE[mclass], f"{path}: {name}", f"MATLAB {mclass}")
+
+
+def _open_binary(path: Path):
+    """Open a file for reading bytes, decompressing ``.gz`` / ``.bz2``."""
+    suffix = Path(path).suffix
+    if suffix == ".gz":
+        return gzip.open(path, "rb")
+    if suffix == ".bz2":
+        return bz2.open(path, "rb")
+    return open(path, "rb")
+
+
 def _open_text(path: Path):
     """Open a text file, decompressing ``.gz`` / ``.bz2``."""
     suffix = Path(path).suffix
@@ -671,14 +792,3 @@ def _open_text(path: Path):
     if suffix == ".bz2":
         return bz2.open(path, "rt")
     return open(path)
-
-
-def _read_bytes(path: Path) -> bytes:
-    suffix = Path(path).suffix
-    if suffix == ".gz":
-        with gzip.open(path, "rb") as fh:
-            return fh.read()
-    if suffix == ".bz2":
-        with bz2.open(path, "rb") as fh:
-            return fh.read()
-    return Path(path).read_bytes()

@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..registry import PluginError, describe
-from .errors import DataNotAvailable, DataParseError
+from .errors import DataIntegrityError, DataNotAvailable, DataParseError
 
 
 class Parsed(NamedTuple):
@@ -188,7 +188,7 @@ class DatasetSpec:
 
 def spec_from_arrays(name: str, X, labels, *, description: str = "", extra: dict | None = None
                      ) -> DatasetSpec:
-    """A spec holding data already in memory (a plug-in's, a user file's, an OpenML dataset's).
+    """A spec holding data already in memory (a user file's, an OpenML dataset's).
 
     The loader treats it as data bundled with a package (no files to fetch): ``load_dataset``
     returns float64 ``X`` and labels encoded 0..C-1 as for any catalogue dataset, and ``meta``
@@ -228,23 +228,93 @@ def spec_from_arrays(name: str, X, labels, *, description: str = "", extra: dict
                        files=(), parser=lambda paths: parsed, sparse=sparse)
 
 
-def as_dataset_spec(name: str, obj: Any, what: str | None = None) -> DatasetSpec:
-    """A plug-in dataset as a :class:`DatasetSpec` registered as ``name`` (the ``adapt`` of the
-    dataset registry, :class:`~dml_bench.registry.Registry`).
+#: the ``DatasetSpec`` fields a dataset plug-in class may set as class attributes (the first
+#: three are required); see :func:`as_dataset_spec`
+PLUGIN_FIELDS = ("n_samples", "n_features", "n_classes", "description", "papers", "files",
+                 "image_shape", "notes", "class_names", "sparse", "binary_cache")
 
-    ``obj`` is a ``DatasetSpec`` (as in the catalogue), or a callable taking no argument that
-    returns one, or ``(X, y)``; called once per process (see :func:`spec_from_arrays`).
+
+class PluginParser:
+    """The parser of a plug-in dataset class: ``parser(paths)`` instantiates the class without
+    arguments and returns what its ``load(paths)`` gives, as a :class:`Parsed`.
+
+    Its failure is a one-line :class:`DataNotAvailable` naming the plug-in (the run skips the
+    dataset with it), and a result that is not ``(X, y)`` a :class:`DataIntegrityError`; the
+    loader then checks the data against the declared shape.
+
+    Parameters
+    ----------
+    cls : type
+        The plug-in class.
+    what : str
+        How messages name the plug-in.
     """
-    what = what or f"dataset {name!r}"
-    if callable(obj) and not isinstance(obj, DatasetSpec):
+
+    def __init__(self, cls: type, what: str):
+        self.cls, self.what = cls, what
+
+    def __call__(self, paths: list[Path]) -> Parsed:
         try:
-            obj = obj()
+            out = self.cls().load(list(paths))
         except DataNotAvailable:
             raise
         except Exception as exc:  # noqa: BLE001 - the plug-in's own failure, reported in one line
-            raise DataNotAvailable(f"{what}: calling it failed: {describe(exc)}") from exc
+            raise DataNotAvailable(f"{self.what}: its load() failed: {describe(exc)}") from exc
+        if isinstance(out, Parsed):
+            X, labels, extra = out
+        elif isinstance(out, tuple) and len(out) == 2:
+            (X, labels), extra = out, {}
+        else:
+            raise DataIntegrityError(f"{self.what}: its load() returned a {type(out).__name__}, "
+                                     "not a pair (X, y)")
+        try:
+            X = X if sp.issparse(X) else np.asarray(X)
+            labels = np.asarray(labels).reshape(-1)
+        except (TypeError, ValueError) as exc:
+            raise DataIntegrityError(f"{self.what}: its load() returned arrays that numpy cannot "
+                                     f"read ({describe(exc)})") from exc
+        return Parsed(X, labels, dict(extra))
+
+
+def as_dataset_spec(name: str, obj: Any, what: str | None = None) -> DatasetSpec:
+    """A plug-in dataset as a :class:`DatasetSpec` registered as ``name`` (the ``adapt`` of the
+    dataset registry, :class:`~dml_bench.registry.Registry`), made without calling it.
+
+    ``obj`` is a class with the interface of a ``DatasetSpec`` as class attributes (see
+    :data:`PLUGIN_FIELDS`): ``n_samples``, ``n_features``, ``n_classes`` and optionally the
+    others (``description`` defaults to the first line of its docstring), and a method
+    ``load(self, paths)`` returning ``(X, y)``; its spec's parser is a :class:`PluginParser`, so
+    the class is instantiated and ``load`` called only when the data is loaded. A
+    ``DatasetSpec`` (from code, not from a plug-in: plug-ins are classes) is renamed.
+
+    Raises
+    ------
+    PluginError
+        ``obj`` is neither, or its attributes do not make a spec (one line naming what is
+        wrong).
+    """
+    what = what or f"dataset {name!r}"
     if isinstance(obj, DatasetSpec):
         return dataclasses.replace(obj, name=name)
-    if isinstance(obj, tuple) and len(obj) == 2:
-        return spec_from_arrays(name, *obj, description=f"plug-in {what}")
-    raise PluginError(f"{what}: gives a {type(obj).__name__}, not a DatasetSpec or a pair (X, y)")
+    if not isinstance(obj, type):
+        raise PluginError(f"{what}: is a {type(obj).__name__}, not a dataset class")
+    label = f"{obj.__module__}.{obj.__qualname__}"
+    problems = [f"has no {key} (an int >= 1)" for key in PLUGIN_FIELDS[:3]
+                if not isinstance(getattr(obj, key, None), int)
+                or isinstance(getattr(obj, key), bool) or getattr(obj, key) < 1]
+    if not callable(getattr(obj, "load", None)):
+        problems.append("has no load(paths) method")
+    if problems:
+        raise PluginError(f"{what}: {label} is not a dataset plug-in: {'; '.join(problems)} "
+                          "(see dml_bench.registry)")
+    fields = {key: getattr(obj, key) for key in PLUGIN_FIELDS if hasattr(obj, key)}
+    if "description" not in fields:
+        fields["description"] = next(iter((obj.__doc__ or "").strip().splitlines()), label)
+    fields.setdefault("papers", ())
+    fields.setdefault("files", ())
+    try:
+        spec = DatasetSpec(name=name, parser=PluginParser(obj, what), **fields)
+        hash(spec)  # loads are memoised per spec
+        return spec
+    except (TypeError, ValueError) as exc:
+        raise PluginError(f"{what}: {label} is not a dataset plug-in: {describe(exc)}") from exc

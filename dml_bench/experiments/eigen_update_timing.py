@@ -43,6 +43,7 @@ import scipy.linalg
 from scipy.sparse.linalg import eigsh
 
 from ..figures import save_figure
+from ..safe_write import write_csv
 from ..solvers.eigen_update import rank_one_eigh_update
 
 METHODS = ("rank-one update", "eigh QR (dsyev)", "eigh MRRR (dsyevr)", "Lanczos (eigsh)")
@@ -180,8 +181,8 @@ def run_eigen_update_timing(out_dir, n=500, n_matrices=20, sparsities=(0.1, 0.2,
     summary["speedup_vs_dsyev"] = summary["sparsity"].map(ref) / summary["mean"]
     paths = {"times_csv": out_dir / "eigen_update_timing.csv",
              "summary_csv": out_dir / "eigen_update_summary.csv"}
-    times.to_csv(paths["times_csv"], index=False)
-    summary.to_csv(paths["summary_csv"], index=False)
+    write_csv(paths["times_csv"], times, index=False)
+    write_csv(paths["summary_csv"], summary, index=False)
     paths.update(_plot(out_dir, summary, n, n_matrices))
     return {"times": times, "summary": summary, **paths}
 

@@ -51,6 +51,7 @@ import scipy.sparse
 from ..constraints import _neighbours
 from ..datasets.generators import make_swiss_roll
 from ..figures import save_figure
+from ..safe_write import write_csv
 from ..solvers.frobmetric import solve_frobenius_sdp
 from .embedding_quality import neighbourhood_preservation
 
@@ -394,19 +395,19 @@ def run_mvu_experiment(out_dir, n_values=(100, 200, 300, 500), k=6, sigma=1e5, s
     times = pd.DataFrame(rows)
     paths = {"times_csv": out_dir / "mvu_times.csv", "embedding_csv": out_dir / "mvu_embedding.csv",
              "quality_csv": out_dir / "mvu_quality.csv"}
-    times.to_csv(paths["times_csv"], index=False)
+    write_csv(paths["times_csv"], times, index=False)
     t, height = data_big.extra["manifold"].T
     emb = pd.concat([pd.DataFrame({"n": n_big, "method": m, "index": np.arange(n_big), "t": t,
                                    "height": height, "y1": Y[:, 0], "y2": Y[:, 1]})
                      for m, (Y, _) in embeddings.items()], ignore_index=True)
-    emb.to_csv(paths["embedding_csv"], index=False)
+    write_csv(paths["embedding_csv"], emb, index=False)
     K_max = n_big - 1 if K_max is None else min(int(K_max), n_big - 1)
     quality = []
     for m, (Y, _) in embeddings.items():
         Q, B = neighbourhood_preservation(data_big.X, Y, K_max)
         quality.append(pd.DataFrame({"n": n_big, "method": m, "K": np.arange(1, K_max + 1),
                                      "Q_nx": Q, "B_nx": B}))
-    pd.concat(quality, ignore_index=True).to_csv(paths["quality_csv"], index=False)
+    write_csv(paths["quality_csv"], pd.concat(quality, ignore_index=True), index=False)
     paths.update(_plot(out_dir, embeddings, t, times, n_big, k, sigma, data_scale))
     return {"times": times, **paths}
 

@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..datasets.generators import make_swiss_roll
 from ..figures import save_figure
+from ..safe_write import write_csv
 from .embedding_quality import (data_neighbours, embedding_criteria, neighbourhood_preservation,
                                 principal_spread_directions)
 from .mvu import (EXPERIMENT_SOLVER_KW, _baseline_embeddings, knn_graph_edges, mvu_frobenius,
@@ -194,11 +195,11 @@ def run_embedding_quality_study(out_dir, n=300, k=6, sigma=1e5, seed=0, data_sca
     paths = {"summary_csv": out_dir / "summary.csv", "quality_csv": out_dir / "quality_curves.csv",
              "embedding_csv": out_dir / "embedding_psd.csv"}
     summary = pd.DataFrame(summary)
-    summary.to_csv(paths["summary_csv"], index=False)
+    write_csv(paths["summary_csv"], summary, index=False)
     quality = pd.concat(quality, ignore_index=True)
-    quality.to_csv(paths["quality_csv"], index=False)
+    write_csv(paths["quality_csv"], quality, index=False)
     points = pd.concat(points, ignore_index=True)
-    points.to_csv(paths["embedding_csv"], index=False)
+    write_csv(paths["embedding_csv"], points, index=False)
     title = (f"{name.replace('_', ' ')}, n = {n}, k = {k}, σ = {sigma:g}, "
              f"data × {data_scale:g}")
     colour = next(iter(colours))

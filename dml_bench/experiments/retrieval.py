@@ -33,6 +33,8 @@ import pandas as pd
 from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 
+from ..safe_write import write_csv
+
 RUNS_FILE = "retrieval_runs.csv"
 
 
@@ -82,7 +84,7 @@ def run_retrieval_experiment(out_dir, config, query_class: str, top: int = 20,
         delayed(_run_task)(task, targets[task.dataset.name], top) for task in tasks)
     runs = pd.DataFrame(rows)
     written = {"runs_csv": out_dir / RUNS_FILE}
-    runs.to_csv(written["runs_csv"], index=False)
+    write_csv(written["runs_csv"], runs, index=False)
     curves = retrieval_curves(runs, top)
     spec = {"name": figure, "kind": "sweep", "x": "retrieved images m",
             "y": f"retrieval accuracy at m, {query_class} queries (%)",
@@ -160,6 +162,6 @@ def _comparisons(runs: pd.DataFrame, exp, out_dir: Path) -> dict:
     for key in exp.paper_table:
         name = f"comparison_{key.replace('/', '_')}"
         path = out_dir / f"{name}.csv"
-        compare_with_paper(summary, load_paper_table(key), config).to_csv(path, index=False)
+        write_csv(path, compare_with_paper(summary, load_paper_table(key), config), index=False)
         written[name] = path
     return written

@@ -33,6 +33,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..constraints import Constraints
 from ..figures import save_figure
+from ..safe_write import write_csv
 from ..solvers.sdpmetric import SDPMetric, _Loss
 
 #: SDPMetric-H settings of the experiment: the solver's defaults (C, h as in the Table II runs;
@@ -227,7 +228,7 @@ def run_sdpmetric_timing(out_dir, dims=(20, 40, 60, 80, 100), n_triplets=1000, s
     speed = times.pivot(index="d", columns="method", values="seconds")
     times["ip_over_sdpmetric"] = times["d"].map(speed["cvxpy/Clarabel"] / speed["SDPMetric-H"])
     paths = {"times_csv": out_dir / "sdpmetric_timing.csv"}
-    times.to_csv(paths["times_csv"], index=False)
+    write_csv(paths["times_csv"], times, index=False)
     paths.update(_plot(out_dir, times, n_triplets, time_limit, accuracies))
     return {"times": times, **paths}
 

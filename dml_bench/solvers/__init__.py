@@ -23,7 +23,8 @@ from .sdpmetric import SDPMetric
 from .svm import SVM
 from .xing import Xing
 
-#: the solvers by name; plug-ins of the entry-point group ``dml_bench.solvers``, checked by
+#: the solvers by name; plug-ins (classes of the entry-point group ``dml_bench.solvers`` or
+#: ``module:Class`` references, imported only with the user's consent) checked by
 #: ``registry.check_solver``
 SOLVERS = Registry("solver", group="dml_bench.solvers", adapt=check_solver)
 SOLVERS.register("euclidean", Euclidean)

@@ -123,6 +123,11 @@ class DMLEig(MetricLearner):
     def _check_params(self):
         check_frank_wolfe_params(self)
 
+    def _constraints_needed(self):
+        """Dissimilar pairs (the objective is their smallest distance) and similar pairs (see
+        :func:`needs_similar_pairs`)."""
+        return ("pairs", "dissimilar", *needs_similar_pairs(self))
+
     def _fit(self, X, y, constraints):
         self._check_params()
         start = time.perf_counter()
@@ -238,6 +243,15 @@ def check_frank_wolfe_params(est) -> None:
         raise ValueError(f"init must be 'identity', got {est.init!r}")
     if not (est.mu > 0 and est.tol >= 0 and est.max_iter >= 1 and est.ridge >= 0):
         raise ValueError("need mu > 0, tol >= 0, max_iter >= 1 and ridge >= 0")
+
+
+def needs_similar_pairs(solver) -> tuple[str, ...]:
+    """``("similar",)`` when :func:`whiten` needs similar pairs for ``solver``'s ``ridge`` and
+    ``ridge_mode``: unless an absolute ridge δ > 0 makes ``X_S + δI`` definite by itself, an empty
+    ``X_S`` leaves it singular; else ``()``."""
+    absolute = (solver.ridge_mode == "absolute" and isinstance(solver.ridge, (int, float))
+                and solver.ridge > 0)
+    return () if absolute else ("similar",)
 
 
 def whiten(X, similar, pairs, ridge, ridge_mode, scale):

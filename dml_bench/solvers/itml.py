@@ -138,6 +138,10 @@ class ITML(MetricLearner):
             if not (0 < u and 0 < l):
                 raise ValueError(f"bounds (u, l) must be positive, got {self.bounds!r}")
 
+    def _constraints_needed(self):
+        """Pairs, unless they are drawn from the labels (``pairs='random'``)."""
+        return () if self.pairs == "random" else super()._constraints_needed()
+
     def _fit(self, X, y, constraints):
         self._check_params()
         start = time.perf_counter()

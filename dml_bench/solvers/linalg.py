@@ -9,7 +9,6 @@ computed row-wise.
 from __future__ import annotations
 
 import ctypes
-import os
 
 import numpy as np
 import scipy.linalg
@@ -17,6 +16,8 @@ import scipy.linalg.lapack
 from numba import njit
 from numba.extending import get_cython_function_address
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
+
+from ..resources import available_memory_bytes  # check_square_memory's budget (tests patch it here)
 
 #: numba options of every compiled kernel of the solvers: compiled once per machine (on-disk
 #: cache), and IEEE division (x / 0 = ±inf, as in numpy) instead of Python's ZeroDivisionError
@@ -578,15 +579,6 @@ def triplet_pairs(triplets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
     base = np.int64(both.max(initial=0) + 1)
     keys, inverse = np.unique(both[:, 0] * base + both[:, 1], return_inverse=True)
     return np.column_stack([keys // base, keys % base]), inverse[:m], inverse[m:]
-
-
-def available_memory_bytes() -> int:
-    """Memory available to this process now (psutil when installed, else sysconf)."""
-    try:
-        import psutil
-        return int(psutil.virtual_memory().available)
-    except ImportError:  # pragma: no cover - psutil is installed here
-        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
 
 
 def check_square_memory(name: str, size: int, n_matrices: int, symbol: str = "d",

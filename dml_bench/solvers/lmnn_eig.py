@@ -41,7 +41,8 @@ from numba import njit
 from sklearn.exceptions import ConvergenceWarning
 
 from .base import MetricLearner
-from .dml_eig import _smoothed_min_into, check_frank_wolfe_params, iterate_metric, whiten
+from .dml_eig import (_smoothed_min_into, check_frank_wolfe_params, iterate_metric,
+                      needs_similar_pairs, whiten)
 from .linalg import JIT_OPTIONS, GramTopEigenvector, pair_sq_distances, triplet_pairs
 
 
@@ -142,6 +143,11 @@ class LMNNEig(MetricLearner):
         self.scale = scale
         self.weight_threshold = weight_threshold
         self.init = init
+
+    def _constraints_needed(self):
+        """Triplets, and similar pairs for the whitening (see
+        :func:`~dml_bench.solvers.dml_eig.needs_similar_pairs`)."""
+        return ("triplets", *needs_similar_pairs(self))
 
     def _check_params(self):
         check_frank_wolfe_params(self)
