@@ -62,7 +62,7 @@ leaderboard-quick:
 # issue #22 item 4: the LFW restricted protocol on drawn Yale B folds (DML-eig, ITML, LDML, Euclidean)
 .PHONY: verification-standin
 verification-standin:
-	$(PYTHON) -m dml_bench.verification_study --out results/verification_yale_b
+	$(PYTHON) -m dml_bench.reproduction.studies.verification_standin --out results/verification_yale_b
 
 # the performance record: results/bench/ (paper_times*.csv/.md/.png: every timing row of the
 # papers, resumable; floor.csv: per-iteration time against the measured floor, USPS)

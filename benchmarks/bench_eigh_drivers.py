@@ -118,7 +118,7 @@ def time_solvers(iters, repeat, rng) -> pd.DataFrame:
     from seed_diagnosis import tasks_for
 
     from dml_bench.solvers import SOLVERS
-    from dml_bench.tasks import prepare_split
+    from dml_bench.experiment.knn import prepare_split
 
     rows = []
     default = linalg.SUBSET_EIGH_MAX_FRACTION

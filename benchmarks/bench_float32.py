@@ -29,7 +29,7 @@ from threadpoolctl import threadpool_limits
 from bench_paper_times import ROOT, table_cells  # benchmarks/, beside this script
 from dml_bench.evaluate import knn_predict
 from dml_bench.solvers import SOLVERS
-from dml_bench.tasks import fit_task_solver, prepare_split
+from dml_bench.experiment.knn import fit_task_solver, prepare_split
 
 DTYPES = ("float64", "float32")
 

@@ -33,8 +33,9 @@ from threadpoolctl import threadpool_limits
 
 from dml_bench.constraints import random_triplets
 from dml_bench.datasets import load_dataset
-from dml_bench.solvers.lowrank_sgd import (LowRankFW, LowRankGD, LowRankSGD, LowRankSGDBatch,
-                                           LowRankSGDOne, SGDIncSVD)
+from dml_bench.solvers.lowrank_dense import (LowRankFW, LowRankGD, LowRankSGD, LowRankSGDBatch,
+                                             LowRankSGDOne)
+from dml_bench.solvers.lowrank_sgd import SGDIncSVD
 
 GRID = [10.0 ** e for e in range(-7, 2)]  # the paper's {1e-7, 1e-6, ..., 1, 10}
 

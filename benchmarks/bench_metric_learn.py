@@ -4,8 +4,9 @@ Measures per (dataset, method, implementation, split) the fit's wall and CPU sec
 process that fits), its iterations and convergence, and the 3-NN test error in the learned space.
 Both implementations see the same stratified 70/30 splits (seed ``derive_seed(0, dataset, i)``),
 z-scored on the training part, with one BLAS thread and each library's default parameters: ours
-(MMC is our ``xing``) through the runner (:func:`dml_bench.tasks.prepare_split`, whose k = 3
-target/impostor constraints they consume, and :func:`~dml_bench.tasks.fit_task_solver`);
+(MMC is our ``xing``) through the runner (:func:`dml_bench.experiment.knn.prepare_split`, whose
+k = 3 target/impostor constraints they consume, and
+:func:`~dml_bench.experiment.knn.fit_task_solver`);
 metric-learn's supervised classes (``LMNN``, ``ITML_Supervised``, ``MMC_Supervised``, ``NCA``,
 ``RCA_Supervised``, ``random_state`` = the split's seed) draw their own constraints from the labels.
 ``VARIANTS`` add rows of our solver with another stopping rule (ITML with metric-learn's),
@@ -40,12 +41,12 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from dml_bench import __version__
-from dml_bench.config import DatasetEntry, SolverEntry
+from dml_bench.experiment.config import DatasetEntry, SolverEntry
 from dml_bench.constraints import Constraints
 from bench_float32 import mcnemar_p  # benchmarks/, beside this script
 from dml_bench.evaluate import knn_predict
 from dml_bench.preprocess import Preprocessing
-from dml_bench.tasks import Task, fit_task_solver, prepare_split
+from dml_bench.experiment.knn import Task, fit_task_solver, prepare_split
 
 #: method → (our solver, metric-learn class)
 METHODS = {"LMNN": ("lmnn", "LMNN"), "ITML": ("itml", "ITML_Supervised"),
@@ -146,7 +147,7 @@ def same_problem_rows(dataset: str, parts: dict, problems: dict, methods) -> lis
 
 def our_fit(t: Task, method: str, part: tuple, constraints: Constraints) -> dict:
     """Our row of ``method``: task ``t`` fitted on the prepared split ``part`` (as
-    :func:`~dml_bench.tasks.prepare_split` returns it) with ``constraints``."""
+    :func:`~dml_bench.experiment.knn.prepare_split` returns it) with ``constraints``."""
     X_train, y_train, X_test, y_test, *_, seed = part
     model, wall, cpu = fit_task_solver(t, X_train, y_train, constraints)
     correct = knn_predict(model.transform(X_train), y_train, model.transform(X_test)) == y_test

@@ -40,10 +40,10 @@ from threadpoolctl import threadpool_limits
 from bench_eigen_update import median_seconds  # benchmarks/, beside this script
 from bench_paper_times import table_cells
 from dml_bench.datasets import DataNotAvailable
-from dml_bench.solvers import lowrank_sgd
+from dml_bench.solvers import lowrank_dense
 from dml_bench.solvers.linalg import (PairOuterSum, pair_quadratic_forms, pair_sq_distances,
                                       triplet_pairs)
-from dml_bench.tasks import prepare_split
+from dml_bench.experiment.knn import prepare_split
 from seed_diagnosis import tasks_for
 
 #: (what, n points, rank, pairs): breast cancer's LMNN pairs (targets + impostors), a USPS
@@ -182,12 +182,12 @@ def time_sparse_pair_outer_sums(rng, repeat: int) -> pd.DataFrame:
     except (DataNotAvailable, SystemExit) as exc:  # no data or no such cell: say so, as above
         print(f"mnist gd: skipped ({exc})", flush=True)
         return pd.DataFrame()
-    lowrank_sgd.PairOuterSum, _RecordedOuterSum.calls = _RecordedOuterSum, []
+    lowrank_dense.PairOuterSum, _RecordedOuterSum.calls = _RecordedOuterSum, []
     try:
-        lowrank_sgd.LowRankGD(**SPARSE_GD, max_iter=max(SPARSE_GD_ITERATIONS)).fit(
+        lowrank_dense.LowRankGD(**SPARSE_GD, max_iter=max(SPARSE_GD_ITERATIONS)).fit(
             X, y, constraints=constraints)
     finally:
-        lowrank_sgd.PairOuterSum = PairOuterSum
+        lowrank_dense.PairOuterSum = PairOuterSum
     rows = []
     for t in SPARSE_GD_ITERATIONS:
         recorded, w = _RecordedOuterSum.calls[t - 1]

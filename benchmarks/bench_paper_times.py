@@ -3,15 +3,15 @@
 The performance record of ``make bench`` (issue #21). Every paper table with ``quantity:
 fit_time`` (``ying2012/table5``, ``kunapuli2012/table3_time``, ``shen2010/table3``,
 ``shen2014/table1_time``, ...) is read with the reproduction target that holds it
-(``dml_bench/targets.yaml``) and that target's config. A paper cell maps onto the config's tasks
-as the report maps it (``tables.compare_with_paper``): a dataset or solver label that is a key of
-the table is used as is, else its registry name. Each cell with a number is re-timed on split 0
-of the config's protocol, built by the runner's own code (``tasks.all_tasks``,
-``tasks.prepare_split``: split, preprocessing, constraints) and fitted by
-``tasks.fit_task_solver`` (a short row after an untimed warm-up fit, which loads the compiled
-kernels, and the fastest of three fits) with the solver parameters of the committed split-0 run of
-``results/<experiment>/runs.csv`` (its ``solver_params``, which hold the values its ``tune:`` block
-chose: no re-tuning), with one BLAS thread, warnings silenced.
+(``dml_bench/reproduction/targets.yaml``) and that target's config. A paper cell maps onto the
+config's tasks as the report maps it (``tables.compare_with_paper``): a dataset or solver label
+that is a key of the table is used as is, else its registry name. Each cell with a number is
+re-timed on split 0 of the config's protocol, built by the runner's own code
+(``experiment.knn.all_tasks``, ``experiment.knn.prepare_split``: split, preprocessing, constraints)
+and fitted by ``experiment.knn.fit_task_solver`` (a short row after an untimed warm-up fit, which
+loads the compiled kernels, and the fastest of three fits) with the solver parameters of the
+committed split-0 run of ``results/<experiment>/runs.csv`` (its ``solver_params``, which hold the
+values its ``tune:`` block chose: no re-tuning), with one BLAS thread, warnings silenced.
 
 One row per measurement is added to ``<out>/paper_times.csv`` (atomic rewrite under a file lock);
 a cell already there is skipped unless ``--force``. Then ``paper_times_summary.csv`` / ``.md``
@@ -41,13 +41,13 @@ import pandas as pd
 from filelock import FileLock
 from threadpoolctl import threadpool_limits
 
-from dml_bench.execution import cpu_model
+from dml_bench.run.execution import cpu_model
 from dml_bench.papers import PaperTable, list_paper_tables, load_paper_table
 from dml_bench.registry import UnknownNameError
-from dml_bench.results import RunStore
-from dml_bench.reproduction import availability, experiment_of, load_targets
+from dml_bench.run.results import RunStore
+from dml_bench.reproduction.targets import availability, target_experiment, load_targets
 from dml_bench.solvers import SOLVERS
-from dml_bench.tasks import Task, all_tasks, fit_task_solver, prepare_split
+from dml_bench.experiment.knn import Task, all_tasks, fit_task_solver, prepare_split
 from hardware_floor import (dml_eig_work, floor_seconds, gemm_rate,  # benchmarks/
                             memory_bandwidth, script_status)
 
@@ -101,7 +101,7 @@ def table_cells(key: str, results_root: Path = ROOT / "results") -> list[Cell]:
     item = key.replace("/", "-").split("_")[0]
     target = next((t for t in targets.values() if key in t.tables),
                   targets[item] if item in set(targets) else None)
-    exp = experiment_of(target, targets, root=ROOT) if target else None
+    exp = target_experiment(target, targets, root=ROOT) if target else None
     why = "no reproduction target holds it" if target is None else availability(target, exp)
     cells = [Cell(key, row, col, mean) for row, col, mean, _ in table.cells()]
     if why or exp is None:
@@ -353,12 +353,9 @@ def write_summary(out: Path, tables: list[str]) -> pd.DataFrame:
 def plot(times: pd.DataFrame, out: Path) -> None:
     """``paper_times.png``: one panel per table, ratio per row (log scale), lines at 0.1 and 1;
     the paper's own methods as stars, one colour per method across panels."""
-    import matplotlib
+    from dml_bench.report.figures import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from dml_bench.figures import save_figure
+    plt = pyplot()
 
     tables = list(dict.fromkeys(times["table"]))
     colours = {label: plt.cm.tab20(i % 20) for i, label in enumerate(dict.fromkeys(times["label"]))}

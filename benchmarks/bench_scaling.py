@@ -19,11 +19,11 @@ DML-eig, FrobMetric and LMNN; ``random_triplets`` 10 000 for SGD-IncSVD, with th
 parameters λ = 0.1, c = 0.1). Constraint generation is timed separately (``constraint_seconds``,
 shared by the solvers that use the same constraints).
 
-Each fit runs in its own fresh process (``tasks.fit_task_solver``, one BLAS thread), forked by a
-``multiprocessing`` fork server with ``dml_bench`` preloaded: no import cost, no earlier fit's
-memory, and none of this process's state (fits forked straight from it after its OpenMP k-NN
-search ran up to 10× slower). Memory: the peak resident set of the fit, i.e. the kernel's
-high-water mark ``VmHWM`` after the fit minus ``VmRSS`` before it, with the mark reset
+Each fit runs in its own fresh process (``experiment.knn.fit_task_solver``, one BLAS thread),
+forked by a ``multiprocessing`` fork server with ``dml_bench`` preloaded: no import cost, no
+earlier fit's memory, and none of this process's state (fits forked straight from it after its
+OpenMP k-NN search ran up to 10× slower). Memory: the peak resident set of the fit, i.e. the
+kernel's high-water mark ``VmHWM`` after the fit minus ``VmRSS`` before it, with the mark reset
 (``/proc/self/clear_refs``) just before the fit — every allocation (numpy, BLAS/LAPACK workspace,
 Python objects) counts, with no tracing overhead on the timing (tracemalloc was not used: it slows
 the Python-level loops). The fit is interrupted after ``--budget`` seconds (SIGALRM in the child);
@@ -214,8 +214,8 @@ def fit_child(job: dict, conn) -> None:
 
 
 def _fit_and_send(job: dict, conn) -> None:
-    from dml_bench.config import SolverEntry
-    from dml_bench.tasks import fit_task_solver
+    from dml_bench.experiment.config import SolverEntry
+    from dml_bench.experiment.knn import fit_task_solver
 
     task = argparse.Namespace(solver=SolverEntry(job["solver"], job["solver"], job["params"]),
                               tuned=())
@@ -254,7 +254,7 @@ def run_fit(solver: str, X, y, constraints, max_iter: int, budget: float) -> dic
     job = {"solver": solver, "params": params, "X": X, "y": y, "constraints": constraints,
            "budget": budget}
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["dml_bench.tasks", "dml_bench.solvers"])
+    ctx.set_forkserver_preload(["dml_bench.experiment.knn", "dml_bench.solvers"])
     receive, send = ctx.Pipe(duplex=False)
     child = ctx.Process(target=fit_child, args=(job, send))
     child.start()
@@ -377,13 +377,11 @@ def slopes(rows: pd.DataFrame, claims: dict) -> pd.DataFrame:
 
 def plot(rows: pd.DataFrame, table: pd.DataFrame, out: Path) -> None:
     """``scaling.png``/``.pdf``: one log-log panel per sweep, one line per solver."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.ticker import NullFormatter
 
-    from dml_bench.figures import save_figure
+    from dml_bench.report.figures import pyplot, save_figure
+
+    plt = pyplot()
 
     names = [s for s in SWEEP_NAMES if s in set(rows["sweep"])]
     fig, axes = plt.subplots(1, max(len(names), 1), figsize=(4.2 * max(len(names), 1), 3.8),

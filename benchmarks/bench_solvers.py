@@ -19,7 +19,7 @@ import warnings
 
 from threadpoolctl import threadpool_limits
 
-from dml_bench.config import parse_scalar
+from dml_bench.experiment.config import parse_scalar
 from dml_bench.constraints import knn_triplets
 from dml_bench.datasets import load_dataset
 from dml_bench.evaluate import knn_error

@@ -1,6 +1,6 @@
 """Recheck the leaderboard's over-budget cells with the fit alone on the clock.
 
-Until 2026-11-30 the board's silence watch (:mod:`dml_bench.leaderboard`) killed a cell when no
+Until 2026-11-30 the board's silence watch (:mod:`dml_bench.run.budget`) killed a cell when no
 row had landed for one budget, counting the running task's data preparation (the child's start,
 the data load, the split's preprocessing and constraints) and evaluation along with its fit, so
 a fit a little within the budget could be marked over it. The watch now waits twice the budget
@@ -38,10 +38,10 @@ import pandas as pd
 from filelock import FileLock
 from threadpoolctl import threadpool_limits
 
-from dml_bench.execution import cpu_model, utc_now
-from dml_bench.leaderboard import load_board
-from dml_bench.tasks import all_tasks, fit_task_solver, prepare_split
-from dml_bench.tuning import TuneTask, tune_tasks
+from dml_bench.run.execution import cpu_model, utc_now
+from dml_bench.leaderboard.board import load_board
+from dml_bench.experiment.knn import all_tasks, fit_task_solver, prepare_split
+from dml_bench.run.tuning import TuneTask, tune_tasks
 
 OUT = Path("results/leaderboard_diagnosis/budget_recheck.csv")
 KEY = ["dataset", "label", "split", "fold", "params"]  # a fit's identity in OUT
@@ -49,8 +49,8 @@ KEY = ["dataset", "label", "split", "fold", "params"]  # a fit's identity in OUT
 
 def cell_fit(exp, dataset: str, label: str, split: int = 0, fold: str | None = None,
              params: dict | None = None):
-    """A fit of the cell on ``split``: its first :class:`~dml_bench.tuning.TuneTask` (the board's
-    first fit), or the one of ``fold`` (e.g. ``"3/3"``) and grid point ``params`` given; the
+    """A fit of the cell on ``split``: its first :class:`~dml_bench.run.tuning.TuneTask` (the
+    board's first fit), or the one of ``fold`` (e.g. ``"3/3"``) and grid point ``params`` given; the
     split's outer task (its final fit) for a solver without a ``tune:`` block."""
     tasks = [t for t in all_tasks(exp) if t.dataset.label == dataset and t.solver.label == label
              and t.split == split]

@@ -70,13 +70,14 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from dml_bench.config import load_config
+from dml_bench.experiment.config import load_config
 from dml_bench.errors import DMLBenchError
-from dml_bench.execution import cpu_model
-from dml_bench.results import RunStore
+from dml_bench.run.execution import cpu_model
+from dml_bench.run.results import RunStore
 from dml_bench.solvers import frobmetric, lowrank_sgd
-from dml_bench.solvers.linalg import DENSE_EIGH_MAX_DIM, triplet_pairs, uses_pair_laplacian
-from dml_bench.tasks import Task, all_tasks, fit_task_solver, prepare_split
+from dml_bench.solvers.linalg import triplet_pairs
+from dml_bench.solvers.top_eigen import DENSE_EIGH_MAX_DIM, uses_pair_laplacian
+from dml_bench.experiment.knn import Task, all_tasks, fit_task_solver, prepare_split
 
 ROOT = Path(__file__).resolve().parents[1]
 FLOAT = 8  # bytes of a float64 (and of an int64 index)
@@ -154,9 +155,10 @@ def _best(fn, repeats: int) -> float:
 
 def dml_eig_work(n: int, n_dissimilar: int, d: int) -> tuple[float, float]:
     """``(flops, bytes)`` of one DML-eig iteration on ``n_dissimilar`` whitened pairs of ``n``
-    points in ``d``, with the gradient ``Σ_τ w_τ z̃_τ z̃_τᵀ`` formed as ``linalg.GramTopEigenvector``
-    forms it: one ``syrk`` over the pairs' difference rows, or, where
-    ``linalg.uses_pair_laplacian``, ``X̄ᵀ L_w X̄`` with the pairs' Laplacian, an n×d×d GEMM."""
+    points in ``d``, with the gradient ``Σ_τ w_τ z̃_τ z̃_τᵀ`` formed as
+    ``top_eigen.GramTopEigenvector`` forms it: one ``syrk`` over the pairs' difference rows, or,
+    where ``top_eigen.uses_pair_laplacian``, ``X̄ᵀ L_w X̄`` with the pairs' Laplacian, an n×d×d
+    GEMM."""
     eig = 4.0 / 3.0 * d ** 3 if d <= DENSE_EIGH_MAX_DIM else 2.0 * d ** 2
     per_pair = eig + 10.0 * n_dissimilar  # softmax, q update, gap
     rows = (n_dissimilar * d * (d + 1) + 2.0 * n_dissimilar * d + per_pair,

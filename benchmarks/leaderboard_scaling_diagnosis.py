@@ -30,9 +30,9 @@ import pandas as pd
 import scipy.sparse
 
 from dml_bench.evaluate import knn_error
-from dml_bench.leaderboard import load_board
-from dml_bench.results import RunStore
-from dml_bench.tasks import all_tasks, prepare_split
+from dml_bench.leaderboard.board import load_board
+from dml_bench.run.results import RunStore
+from dml_bench.experiment.knn import all_tasks, prepare_split
 
 OUT = Path("results/leaderboard_diagnosis")
 

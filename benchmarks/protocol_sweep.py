@@ -66,13 +66,13 @@ import pandas as pd
 from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 
-from dml_bench.config import load_config, parse_scalar
+from dml_bench.experiment.config import load_config, parse_scalar
 from dml_bench.evaluate import model_error, spectrum_counts
 from dml_bench.papers import load_paper_table
-from dml_bench.results import RunStore
+from dml_bench.run.results import RunStore
 from dml_bench.solvers import SOLVERS
-from dml_bench.tables import is_match
-from dml_bench.tasks import all_tasks, prepare_split
+from dml_bench.report.tables import is_match
+from dml_bench.experiment.knn import all_tasks, prepare_split
 
 ROUNDOFF = 1e-13
 _EIG_AXES = {"stopping": ("gap", "objective"), "scale": ("none", "unit_mean"),

@@ -55,12 +55,12 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from dml_bench.config import parse_scalar
+from dml_bench.experiment.config import parse_scalar
 from dml_bench.evaluate import knn_error, model_error, spectrum_counts
-from dml_bench.leaderboard import experiment_of
-from dml_bench.results import RunStore
+from dml_bench.leaderboard.board import experiment_of
+from dml_bench.run.results import RunStore
 from dml_bench.solvers import SOLVERS
-from dml_bench.tasks import Task, all_tasks, prepare_split
+from dml_bench.experiment.knn import Task, all_tasks, prepare_split
 
 DEFAULT_FRACTIONS = (0.1, 0.5, 1.0, 3.0)
 #: the iteration-count parameter of solvers whose cap is not ``max_iter``: passes over the pairs

@@ -35,12 +35,12 @@ import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
-from dml_bench.config import parse_scalar
+from dml_bench.experiment.config import parse_scalar
 from dml_bench.evaluate import knn_error
-from dml_bench.leaderboard import experiment_of
+from dml_bench.leaderboard.board import experiment_of
 from dml_bench.solvers import SOLVERS
 from dml_bench.solvers.linalg import components_from_psd
-from dml_bench.tasks import all_tasks, prepare_split
+from dml_bench.experiment.knn import all_tasks, prepare_split
 
 
 def xing_objective(X, y, constraints, M) -> float:

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .progress import task_progress
+from .run.progress import task_progress
 
 
 def _fail(message: str, code: int = 2):
@@ -35,7 +35,7 @@ def _exit_on_sigterm():
 
     def terminate(signum, frame):
         _TERMINATED.append(signum)
-        execution = sys.modules.get("dml_bench.execution")  # loaded when rows are being run
+        execution = sys.modules.get("dml_bench.run.execution")  # loaded when rows are being run
         if execution is not None:
             execution.STOP_SIGNALS.append(signum)
         sys.exit(128 + signum)
@@ -72,7 +72,7 @@ def _check_run_options(exp, *, n_jobs, backend, scheduler, timing, force, supers
 
 
 def _load(config_path: str, **overrides):
-    from .config import load_config
+    from .experiment.config import load_config
 
     exp = load_config(config_path)  # a ConfigError is one line (_OneLineErrors)
     return replace(exp, **{k: v for k, v in overrides.items() if v is not None})
@@ -127,7 +127,7 @@ def main(ctx, data_mirror, cache_dir, allow_plugins):
     for var, value in (("DMLBENCH_DATA_MIRROR", data_mirror), ("DMLBENCH_CACHE", cache_dir)):
         if value:
             os.environ[var] = str(Path(value).resolve())
-    if allow_plugins:  # the user's consent, exported to worker processes (dml_bench.settings)
+    if allow_plugins:  # the user's consent, exported to workers (dml_bench.common.settings)
         os.environ["DMLBENCH_ALLOW_PLUGINS"] = "1"
     ctx.obj = {"mirror": os.environ.get("DMLBENCH_DATA_MIRROR"),
                "cache_dir": os.environ.get("DMLBENCH_CACHE")}
@@ -165,9 +165,9 @@ def run(obj, config, n_jobs, backend, scheduler, timing, force, supersede, resul
     before any work; a run stopped by a full disk or a lost dask scheduler says how many rows it
     saved (exit 1).
     """
-    from .report import write_report
-    from .tables import ReportError
-    from .runner import run_experiment
+    from .report.knn import write_report
+    from .report.tables import ReportError
+    from .run.runner import run_experiment
 
     _exit_on_sigterm()
     _check_jobs(n_jobs)
@@ -203,10 +203,10 @@ def run(obj, config, n_jobs, backend, scheduler, timing, force, supersede, resul
 def report(results_dirs, all_targets, results_root, readme):
     """Write summary.csv, table.tex, figures and paper comparisons for RESULTS_DIRS.
 
-    With --all, also the reproduction report of every target (dml_bench/targets.yaml).
+    With --all, also the reproduction report of every target (dml_bench/reproduction/targets.yaml).
     """
-    from .report import update_readme_status, write_report
-    from .tables import ReportError
+    from .report.knn import update_readme_status, write_report
+    from .report.tables import ReportError
 
     for directory in results_dirs:
         try:
@@ -216,7 +216,7 @@ def report(results_dirs, all_targets, results_root, readme):
             _fail(str(exc), code=1)
     table = None
     if all_targets:
-        from .reproduction_report import summary_markdown, write_reproduction_report
+        from .reproduction.report import summary_markdown, write_reproduction_report
 
         Path(results_root).mkdir(parents=True, exist_ok=True)
         md, page, entries = write_reproduction_report(results_root)
@@ -260,8 +260,8 @@ def reproduce(obj, targets, all_targets, quick, precise, check_baseline, n_jobs,
     run here (data not available, protocol not supported) says why and makes the command exit
     with status 3 — unless --all, which skips it.
     """
-    from .config import ConfigError
-    from .reproduction import TargetUnavailable, load_targets, reproduce as run_target
+    from .experiment.config import ConfigError
+    from .reproduction.targets import TargetUnavailable, load_targets, reproduce as run_target
 
     _exit_on_sigterm()
     _check_jobs(n_jobs)
@@ -302,7 +302,7 @@ def reproduce(obj, targets, all_targets, quick, precise, check_baseline, n_jobs,
         if record["failed"]:
             failed.append(tid)
         if check_baseline:
-            from .check import check_against_baseline
+            from .report.check import check_against_baseline
 
             baseline = Path(results_dir) / "baselines" / f"{tid}_quick.csv"
             if not baseline.is_file():
@@ -357,8 +357,10 @@ def leaderboard(obj, quick, config_path, datasets, solvers, n_jobs, backend, sch
     marked cannot run. Writes ranks, Friedman/Nemenyi, pairwise Wilcoxon, the critical-difference
     diagram, the time–rank plot and leaderboard.html into RESULTS_DIR/<board name>.
     """
-    from .execution import check_labels
-    from .leaderboard import compact_tuning_log, load_board, run_board, write_board_report
+    from .leaderboard.board import load_board
+    from .leaderboard.page import write_board_report
+    from .leaderboard.run import compact_tuning_log, run_board
+    from .run.execution import check_labels
 
     _exit_on_sigterm()
     _check_jobs(n_jobs)
@@ -401,7 +403,7 @@ def check(results_dir, baseline, update):
     its split-to-split std; both runs use the same splits), at least one misclassified test point
     on one split.
     """
-    from .check import check_against_baseline, write_baseline
+    from .report.check import check_against_baseline, write_baseline
 
     if update:
         click.echo(f"baseline written: {write_baseline(Path(results_dir), Path(baseline))}")
@@ -423,7 +425,7 @@ def check(results_dir, baseline, update):
 def validate(config):
     """Check CONFIG without running anything."""
     exp = _load(config)
-    from .tasks import all_tasks
+    from .experiment.knn import all_tasks
 
     n = sum(1 for _ in all_tasks(exp))
     click.echo(f"{config}: ok ({len(exp.datasets)} datasets × {len(exp.solvers)} solvers, "

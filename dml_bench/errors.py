@@ -19,6 +19,11 @@ class RunRefused(DMLBenchError):
     """A run that would lose finished work without being told to (e.g. superseding rows)."""
 
 
+class BoardError(DMLBenchError):
+    """A cell of a board (one data set × one method) could not be run or recorded for a reason
+    outside its budget: its run stopped with an error, or the board's cells log is not one."""
+
+
 class DMLBenchWarning(RuntimeWarning):
     """The warning :func:`warn` also issues, for callers that catch warnings
     (``pytest.warns``, ``warnings.simplefilter("error", DMLBenchWarning)``). Ignored unless a

@@ -18,7 +18,7 @@ an unknown name.
 
 **Consent.** Entry points and references (3, 4) are plug-ins: importing one runs its module's
 code, and a config, a results folder or a cache may come from someone else. So a plug-in is
-imported only with the consent of the user running it (:mod:`dml_bench.settings`: the option
+imported only with the consent of the user running it (:mod:`dml_bench.common.settings`: the option
 ``--allow-plugins``, ``DMLBENCH_ALLOW_PLUGINS=1``, or a ``plugins:`` list in the user-level
 settings file). Consent is checked at every lookup, also of a plug-in resolved earlier in the
 process; without it a lookup is a :class:`PluginConsentError` naming the plug-in and the ways to
@@ -61,8 +61,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+from .common.settings import ENV_ALLOW, consent_hint, plugin_allowed, settings_path
 from .errors import DMLBenchError
-from .settings import ENV_ALLOW, consent_hint, plugin_allowed, settings_path
 
 #: what a solver's ``constraint_kind`` may be (see :mod:`dml_bench.solvers.base`)
 CONSTRAINT_KINDS = ("pairs", "triplets", "labels", "none")
@@ -93,7 +93,7 @@ class PluginError(DMLBenchError, ValueError):
 
 class PluginConsentError(PluginError):
     """A config or a call names a plug-in that the user did not consent to import (see
-    :mod:`dml_bench.settings`); one line naming it and the ways to consent."""
+    :mod:`dml_bench.common.settings`); one line naming it and the ways to consent."""
 
 
 class Registry(Mapping):
@@ -157,7 +157,7 @@ class Registry(Mapping):
         ------
         PluginConsentError
             ``name`` is a plug-in, and neither ``--allow-plugins`` / ``DMLBENCH_ALLOW_PLUGINS=1``
-            nor the settings' ``plugins:`` list allows it (see :mod:`dml_bench.settings`).
+            nor the settings' ``plugins:`` list allows it (see :mod:`dml_bench.common.settings`).
         SettingsError
             The settings file cannot be read or is not valid.
         """

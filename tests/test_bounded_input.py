@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import yaml
 
-from dml_bench import resources, safe_yaml
-from dml_bench.config import ConfigError, load_config, parse_config
+from dml_bench.common import resources, safe_yaml
+from dml_bench.experiment.config import ConfigError, load_config, parse_config
 from dml_bench.datasets import DataNotAvailable
 from dml_bench.datasets.errors import DataTooLarge
 from dml_bench.datasets.loader import file_spec
@@ -189,8 +189,8 @@ def test_safe_load_matches_pyyaml_on_ordinary_documents():
 
 
 def test_board_config_and_results_config_are_read_with_the_limits(tmp_path):
-    from dml_bench.leaderboard import load_board
-    from dml_bench.tables import ReportError, read_config
+    from dml_bench.leaderboard.board import load_board
+    from dml_bench.report.tables import ReportError, read_config
 
     (tmp_path / "board.yaml").write_text(ALIAS_BOMB)
     with pytest.raises(ConfigError) as info:

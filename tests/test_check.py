@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from test_report import CONFIG, write_results
 
-from dml_bench.check import check_against_baseline, tolerance, write_baseline
+from dml_bench.report.check import check_against_baseline, tolerance, write_baseline
 
 # (dataset, label, solver, split, error fraction, fit time); 50 test points per split
 BASE = [
@@ -92,8 +92,8 @@ def test_identity_solver_fails_the_committed_quickstart_baseline(tmp_path, monke
     from dataclasses import replace
     from pathlib import Path
 
-    from dml_bench.config import load_config
-    from dml_bench.runner import run_experiment
+    from dml_bench.experiment.config import load_config
+    from dml_bench.run.runner import run_experiment
     from dml_bench.solvers import SOLVERS, Euclidean
 
     repo = Path(__file__).resolve().parents[1]

@@ -1,4 +1,5 @@
-"""The papers' claims (dml_bench/claims.py): the checks, the claim files, the committed verdicts."""
+"""The papers' claims (dml_bench/reproduction/claims.py): the checks, the claim files, the
+committed verdicts."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dml_bench.claims import (Claim, ClaimError, _claim, check_claims, claims_markdown, evaluate,
-                              load_claims, paper_matrix)
 from dml_bench.papers import list_paper_tables
-from dml_bench.reproduction import load_targets
+from dml_bench.reproduction.claims import (Claim, ClaimError, _claim, check_claims,
+                                           claims_markdown, evaluate, load_claims, paper_matrix)
+from dml_bench.reproduction.targets import load_targets
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,7 +90,7 @@ def test_claims_of_targets_not_reported_are_left_out():
 
 @pytest.fixture(scope="module")
 def committed_verdicts():
-    from dml_bench.reproduction_report import collect
+    from dml_bench.reproduction.report import collect
 
     return check_claims(collect(ROOT / "results", ROOT), ROOT / "results")
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from dml_bench.check import write_baseline
+from dml_bench.report.check import write_baseline
 from dml_bench.cli import main
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")

@@ -10,7 +10,7 @@ import yaml
 from click.testing import CliRunner
 
 from dml_bench.cli import main
-from dml_bench.config import ConfigError, Experiment, load_config, parse_config
+from dml_bench.experiment.config import ConfigError, Experiment, load_config, parse_config
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
 
@@ -296,7 +296,7 @@ def test_cli_validate_ok(write_yaml):
 
 
 def test_dataset_entries_can_restrict_their_solvers():
-    from dml_bench.tasks import all_tasks
+    from dml_bench.experiment.knn import all_tasks
 
     cfg = edited(datasets=[{"name": "wine", "solvers": ["dml"]}, {"name": "iris"}],
                  solvers=[{"name": "euclidean"}, {"name": "dml_eig", "label": "dml"}])
@@ -321,7 +321,7 @@ def test_random_generators_skip_the_k_class_size_check():
     ("1e-6", 1e-6), ("1.0e-4", 1e-4), ("0.01", 0.01), ("1000", 1000), ("true", True),
     ("none", "none"), ("unit_mean", "unit_mean"), ("null", None)])
 def test_parse_scalar_reads_exponents_without_a_dot_as_numbers(text, value):
-    from dml_bench.config import parse_scalar
+    from dml_bench.experiment.config import parse_scalar
 
     parsed = parse_scalar(text)
     assert parsed == value and type(parsed) is type(value)

@@ -19,14 +19,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dml_bench.config import parse_config
-from dml_bench import tasks
+from dml_bench.experiment.config import parse_config
+from dml_bench.experiment import knn as tasks
 from dml_bench.constraints import GENERATORS, Constraints, generate, knn_triplets
 from dml_bench.datasets import load_dataset
 from dml_bench.errors import DMLBenchWarning
 from dml_bench.preprocess import Preprocessing
 from dml_bench.splits import derive_seed, train_test_split_indices
-from dml_bench.tasks import plan, prepare_split
+from dml_bench.experiment.knn import plan, prepare_split
 from fault_cases.security_code import Planted, _flip
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")

@@ -15,14 +15,14 @@ import pytest
 import yaml
 from conftest import OPENML_WINE_ID, lay_out_openml
 
-from dml_bench.config import parse_config
+from dml_bench.experiment.config import parse_config
 from dml_bench.datasets import DATASETS, load_dataset, loader
 from dml_bench.datasets import content
 from dml_bench.datasets.spec import spec_from_arrays
-from dml_bench.results import log_segments
-from dml_bench.tasks import all_tasks
-from dml_bench.tuning import tune_tasks
-from dml_bench.verification import data_digest as verification_digest
+from dml_bench.run.results import log_segments
+from dml_bench.experiment.knn import all_tasks
+from dml_bench.run.tuning import tune_tasks
+from dml_bench.experiment.verification import data_digest as verification_digest
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
 

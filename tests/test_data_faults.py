@@ -35,6 +35,7 @@ from dml_bench.datasets import (
     FileSpec,
     Parsed,
     bincache,
+    checksums,
     fetch_dataset,
     files,
     load_dataset,
@@ -337,7 +338,7 @@ def test_corrupt_cached_copy_with_a_good_mirror(cache):
     (cache / PIMA).unlink()  # the remedy
     loader._load.cache_clear()
     assert load_dataset("pima", mirror=SHARED, allow_network=False)[2]["source"] == "mirror"
-    assert files.sha256_file(cache / PIMA) == DATASETS["pima"].files[0].sha256
+    assert checksums.sha256_file(cache / PIMA) == DATASETS["pima"].files[0].sha256
 
 
 def test_truncated_cached_copy(cache):
@@ -484,7 +485,7 @@ def test_every_mirrored_dataset_with_a_truncated_mirror_is_one_line(name, tmp_pa
 def test_runner_skips_a_corrupt_dataset_with_a_one_line_reason(tmp_path):
     """``tasks._data_problem`` (how a run decides skips) turns the fault into a reason."""
     require_shared("pima")
-    from dml_bench import tasks
+    from dml_bench.experiment import knn as tasks
 
     mirror = tmp_path / "mirror"
     flip_byte(copy_to(mirror, PIMA))

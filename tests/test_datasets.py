@@ -25,7 +25,8 @@ from dml_bench.datasets import (
     loader,
     parsers,
 )
-from dml_bench.datasets.files import _listing_text, sha256_file
+from dml_bench.datasets.checksums import sha256_file
+from dml_bench.datasets.files import _listing_text
 from dml_bench.registry import Registry, UnknownNameError
 
 MIRROR = Path(os.environ.get("DMLBENCH_DATA_MIRROR") or Path(__file__).parents[2] / "shared" / "datasets")
@@ -92,7 +93,19 @@ EXPECTED = {
 
 
 def test_every_registered_dataset_is_tested():
-    assert set(EXPECTED) <= set(DATASETS)  # the datasets of issue 3: tests/test_datasets_more.py
+    assert set(EXPECTED) <= set(DATASETS)  # the five papers' datasets: tests/test_datasets_more.py
+
+
+def test_the_catalogue_keeps_its_order():
+    """``dmlbench datasets`` lists the catalogue in this order, whichever module of the catalogue
+    registers an entry."""
+    assert list(DATASETS) == [
+        "wine", "iris", "breast_cancer", "digits", "pima", "waveform", "segment", "segment_train",
+        "optdigits", "optdigits_train", "orl_faces", "usps", "breast_cancer_original", "letter",
+        "balance_scale", "ionosphere", "vehicle", "mnist", "mnist_test", "yale_b", "usps_roweis",
+        "lfw_pairs", "lfw_sift", "kth_actions", "weizmann_actions", "teapot", "frey_faces",
+        "dexter", "dexter_train_valid", "gisette", "news20", "twin_peaks", "swiss_roll",
+        "waveform_generated", "face_background"]
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))

@@ -1,4 +1,4 @@
-"""Tests of the datasets added for the five papers (issue 3): the mirror files with their shapes,
+"""Tests of the datasets of the five papers: the mirror files with their shapes,
 class counts and values read by hand from the raw files; MNIST's decompressed-content checksums and
 binary parse cache; the sparse, LFW and Roweis-USPS loaders on tiny synthetic files in the real
 formats; trust-on-first-use files; and the seeded generators."""
@@ -35,7 +35,7 @@ from dml_bench.datasets import (
     parsers,
     save_lfw_sift,
 )
-from dml_bench.datasets.files import content_sha256, sha256_file
+from dml_bench.datasets.checksums import content_sha256, sha256_file
 from dml_bench.registry import Registry
 from test_datasets import EXPECTED as FIRST_EXPECTED
 from test_datasets import MIRROR, require_mirror
@@ -143,8 +143,7 @@ def test_every_entry_is_documented(name):
     assert set(spec.papers) <= PAPERS and spec.description and spec.notes
     for fspec in spec.files:
         assert fspec.url or fspec.obtain, f"{fspec.relpath}: neither a download nor how to obtain it"
-    # no paper reports on the generated waveform fallback or on scikit-learn's digits (the LMNN
-    # benchmark size of issue #5)
+    # no paper reports on the generated waveform fallback or on scikit-learn's digits
     if name not in ("waveform_generated", "digits"):
         assert spec.papers
 

@@ -9,8 +9,8 @@ from sklearn.exceptions import ConvergenceWarning
 from dml_bench.solvers import DMLEig
 from dml_bench.solvers import dml_eig
 from dml_bench.solvers.dml_eig import iterate_metric
-from dml_bench.solvers.linalg import (COMPILED_GRAM_MAX_DIM, components_from_psd, top_eigenvector,
-                                      weighted_outer_sum)
+from dml_bench.solvers.linalg import components_from_psd, weighted_outer_sum
+from dml_bench.solvers.top_eigen import COMPILED_GRAM_MAX_DIM, top_eigenvector
 from problems import diffs, random_pair_problem
 
 cp = pytest.importorskip("cvxpy")

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dml_bench.experiments import eigen_update_timing
-from dml_bench.experiments.eigen_update_timing import (METHODS, eigenvalue_tolerance,
-                                                       random_psd_with_zeros,
-                                                       run_eigen_update_timing)
+from dml_bench.reproduction.studies import eigen_update_timing
+from dml_bench.reproduction.studies.eigen_update_timing import (METHODS, eigenvalue_tolerance,
+                                                                random_psd_with_zeros,
+                                                                run_eigen_update_timing)
 from dml_bench.solvers.eigen_update import rank_one_eigh_update
 
 

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dml_bench.config import parse_config
+from dml_bench.experiment.config import parse_config
 from dml_bench.evaluate import model_error
-from dml_bench.runner import run_experiment
+from dml_bench.run.runner import run_experiment
 from dml_bench.solvers import SOLVERS
 from dml_bench.solvers.elm import KernelELM
 

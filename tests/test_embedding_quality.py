@@ -1,5 +1,5 @@
-"""Embedding-quality criteria (dml_bench.experiments.embedding_quality) and the Shen 2014 §IV-B
-study.
+"""Embedding-quality criteria (dml_bench.reproduction.studies.embedding_quality) and the Shen
+2014 §IV-B study.
 
 References: hand-computed scaling factors, scikit-learn's NearestNeighbors (Q_NX as overlapping
 K-neighbourhoods) and PCA (the principal spread directions), invariances the definitions imply,
@@ -19,9 +19,9 @@ import pytest
 import yaml
 from conftest import papers_dir
 
-from dml_bench.experiments.embedding_quality import (data_neighbours, embedding_criteria,
-                                                     local_criteria, neighbourhood_preservation,
-                                                     principal_spread_directions, scaling_factors)
+from dml_bench.reproduction.studies.embedding_quality import (
+    data_neighbours, embedding_criteria, local_criteria, neighbourhood_preservation,
+    principal_spread_directions, scaling_factors)
 from dml_bench.papers import load_paper_table
 
 #: X = 0, 1, 3, 7 on a line, embedded at 0, 2, 4, 8; k = 2 (no ties). By hand: neighbours
@@ -140,7 +140,7 @@ def test_tables_v_and_vi_match_the_paper_text():
 
 
 def test_study_writes_every_file(tmp_path):
-    from dml_bench.experiments.mvu_study import run_embedding_quality_study
+    from dml_bench.reproduction.studies.mvu_study import run_embedding_quality_study
 
     pytest.importorskip("cvxpy")
     with warnings.catch_warnings():
@@ -161,8 +161,8 @@ def test_study_writes_every_file(tmp_path):
 
 
 def test_same_runs_targets_read_and_rerun_the_study(tmp_path, monkeypatch):
-    from dml_bench import reproduction
-    from dml_bench.reproduction_report import function_comparisons
+    from dml_bench.reproduction import targets as reproduction
+    from dml_bench.reproduction.report import function_comparisons
 
     summary = pd.DataFrame({"dataset": "swiss_roll", "label": ["FrobMetric", "MVU (SCS)"],
                             "solver": ["frobmetric", "mvu"], "alstd": [0.2, 0.05]})
@@ -181,7 +181,8 @@ def test_same_runs_targets_read_and_rerun_the_study(tmp_path, monkeypatch):
         calls.append(params)
         return {"summary_csv": tmp_path / "summary.csv"}
 
-    monkeypatch.setattr("dml_bench.experiments.mvu_study.run_embedding_quality_study", fake)
+    monkeypatch.setattr(
+        "dml_bench.reproduction.studies.mvu_study.run_embedding_quality_study", fake)
     record = reproduction.reproduce("shen2014-table5", results_root=tmp_path / "results")
     assert record["target"] == "shen2014-fig7" and calls and calls[0]["n"] == 300
     records = json.loads((tmp_path / "results" / "shen2014_fig7" / "reproduce.json").read_text())
@@ -206,10 +207,10 @@ def supply_images(mirror: Path, name: str, shape: tuple[int, int], y) -> Path:
 def teapot_targets(tmp_path, monkeypatch):
     """targets.yaml with shen2014-fig5 kept but made quick (SDP comparator off, 5 L-BFGS-B
     steps, K ≤ 10), and a generated 200 × 23028 teapot file in a mirror folder."""
-    from dml_bench import reproduction
+    from dml_bench.reproduction import targets as reproduction
 
     monkeypatch.chdir(REPO)
-    targets = yaml.safe_load((REPO / "dml_bench/targets.yaml").read_text())
+    targets = yaml.safe_load((REPO / "dml_bench/reproduction/targets.yaml").read_text())
     targets["targets"]["shen2014-fig5"]["params"].update(
         interior_point_max_n=0, K_max=10, frobenius_kw={"max_iter": 5})
     (tmp_path / "targets.yaml").write_text(yaml.safe_dump(targets, sort_keys=False))
@@ -224,10 +225,10 @@ def teapot_targets(tmp_path, monkeypatch):
 def test_teapot_targets_run_end_to_end_on_a_generated_file(teapot_targets):
     from click.testing import CliRunner
 
-    from dml_bench.claims import check_claims
+    from dml_bench.reproduction.claims import check_claims
     from dml_bench.cli import main
-    from dml_bench.experiments.mvu_study import run_embedding_quality_study as run_study
-    from dml_bench.reproduction_report import collect
+    from dml_bench.reproduction.studies.mvu_study import run_embedding_quality_study as run_study
+    from dml_bench.reproduction.report import collect
 
     results = teapot_targets / "results"
     run = CliRunner().invoke(main, ["reproduce", "shen2014-fig8", "--results-dir", str(results)])
@@ -277,7 +278,7 @@ def test_teapot_targets_run_end_to_end_on_a_generated_file(teapot_targets):
 def test_faces_study_runs_end_to_end_on_a_generated_file(tmp_path, monkeypatch):
     """The fig6 target's function with its own parameters, at the registered size (1965 × 560:
     the loader checks it), made quick: one L-BFGS-B step, K ≤ 10."""
-    from dml_bench.reproduction import load_targets
+    from dml_bench.reproduction.targets import load_targets
 
     monkeypatch.setenv("DMLBENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("DMLBENCH_DATA_MIRROR", str(supply_images(

@@ -21,11 +21,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from dml_bench import tasks
+from dml_bench.experiment import knn as tasks
 from dml_bench.cli import main
 from dml_bench.datasets import DATASETS, DatasetSpec, Parsed, loader
 from dml_bench.datasets.generators import generated
-from dml_bench.results import log_segments
+from dml_bench.run.results import log_segments
 from fault_cases import FAMILIES, GOOD, Ctx, all_cases
 
 CASES = all_cases()

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dml_bench.config import ConfigError, parse_config
-from dml_bench.figures import figure_data, plot_figure
-from dml_bench.results import RunStore
+from dml_bench.experiment.config import ConfigError, parse_config
+from dml_bench.report.figures import figure_data, plot_figure
+from dml_bench.run.results import RunStore
 
 
 def runs_frame():
@@ -105,8 +105,8 @@ def test_figure_names_that_leave_the_folder_are_refused_by_the_config(name, mess
 
 @pytest.mark.parametrize("name", ["/tmp/x", "../x", "a\\b", "sub/x"])
 def test_figure_names_that_leave_the_folder_are_refused_at_write_time(name, tmp_path):
-    from dml_bench.figures import write_figures
-    from dml_bench.safe_write import UnsafeOutputName
+    from dml_bench.report.figures import write_figures
+    from dml_bench.common.safe_write import UnsafeOutputName
 
     results = tmp_path / "results"
     results.mkdir()
@@ -124,7 +124,7 @@ def test_figure_names_that_leave_the_folder_are_refused_at_write_time(name, tmp_
 
 
 def test_figures_replace_symlinks_and_a_symlinked_figures_folder(tmp_path):
-    from dml_bench.figures import write_figures
+    from dml_bench.report.figures import write_figures
 
     outside, results = tmp_path / "outside", tmp_path / "results"
     outside.mkdir()

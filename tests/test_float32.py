@@ -10,12 +10,12 @@ import pytest
 from click.testing import CliRunner
 
 from dml_bench.cli import main
-from dml_bench.config import load_config
+from dml_bench.experiment.config import load_config
 from dml_bench.constraints import knn_triplets
 from dml_bench.preprocess import Preprocessing
 from dml_bench.solvers import SOLVERS, DMLEig
 from dml_bench.solvers.base import MetricLearner
-from dml_bench.tasks import all_tasks
+from dml_bench.experiment.knn import all_tasks
 
 EPS32 = np.finfo(np.float32).eps
 

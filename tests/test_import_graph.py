@@ -1,4 +1,4 @@
-"""No import cycle inside ``dml_bench``: the modules' imports of each other point one way.
+"""The package's imports point one way: no cycle, and no stage imports a later stage.
 
 The graph is built from the source (``ast``), not by importing: an edge ``a → b`` for every
 ``import dml_bench.b`` / ``from dml_bench.b import …`` / ``from .b import …`` / ``from . import b``
@@ -6,9 +6,15 @@ in module ``a``. ``from package import name`` points at the submodule ``package.
 is one, else at the package's ``__init__``. Both graphs are asserted acyclic (``graphlib``):
 the one of every import, those deferred into function bodies included (a deferred import still
 ties two modules together, only later), and the one of the imports that run when a module is
-imported (module level, including ``if``/``try`` blocks and class bodies). So the stage modules
-form layers: e.g. ``tuning`` and ``verification_run`` use ``tasks`` / ``execution`` and never
-``runner``, which dispatches to them; ``verification_report`` uses ``tables``, never ``report``.
+imported (module level, including ``if``/``try`` blocks and class bodies).
+
+The stages are declared once, first to last (:data:`STAGES`), each with the module prefixes it
+holds; every module of the package belongs to exactly one. In both graphs a module imports only
+modules of its own stage or of earlier ones (:data:`KNOWN_EXCEPTIONS` lists the edges that do
+otherwise, each with its reason). Within a stage the modules form layers too: e.g.
+``run.tuning`` and ``run.verification`` use ``experiment.knn`` / ``run.execution`` and never
+``run.runner``, which dispatches to them; ``report.verification`` uses ``report.tables``, never
+``report.knn``.
 """
 
 import ast
@@ -20,6 +26,33 @@ import pytest
 import dml_bench
 
 ROOT = Path(dml_bench.__file__).parent
+
+#: the stages, first to last, each with the module prefixes it holds (a prefix holds the module of
+#: that name and the modules under it; ``dml_bench`` itself holds only the package's ``__init__``)
+STAGES = [
+    ("ground", ("dml_bench", "dml_bench.errors", "dml_bench.registry", "dml_bench.common",
+                "dml_bench.papers")),
+    ("dataset", ("dml_bench.datasets",)),
+    ("split", ("dml_bench.splits", "dml_bench.preprocess")),
+    ("constraints", ("dml_bench.constraints",)),
+    ("solver", ("dml_bench.solvers",)),
+    ("evaluation", ("dml_bench.evaluate",)),
+    ("experiment", ("dml_bench.experiment",)),
+    ("run", ("dml_bench.run",)),
+    ("report", ("dml_bench.report",)),
+    ("reproduction", ("dml_bench.reproduction",)),
+    ("leaderboard", ("dml_bench.leaderboard",)),
+    ("cli", ("dml_bench.cli",)),
+]
+
+#: imports of a later stage that the package has on purpose: (importer, imported) → why
+KNOWN_EXCEPTIONS = {
+    ("dml_bench.solvers.lmnn", "dml_bench.evaluate"):
+        "LMNN's validation stop scores the held-out k-NN error by the evaluation stage's rule",
+}
+
+#: at most this many modules at the package's top level (the ground and the early stages)
+MAX_TOP_LEVEL = 10
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -63,6 +96,25 @@ def import_graph(root: Path = ROOT, deferred: bool = True) -> dict[str, set[str]
     return graph
 
 
+def stage_of(module: str, stages=STAGES) -> int | None:
+    """The index in ``stages`` of the stage holding ``module`` (its longest matching prefix), or
+    None. The root package's prefix holds only itself."""
+    best = None
+    for index, (_, prefixes) in enumerate(stages):
+        for prefix in prefixes:
+            root = "." not in prefix
+            if module == prefix or (not root and module.startswith(prefix + ".")):
+                if best is None or len(prefix) > best[1]:
+                    best = (index, len(prefix))
+    return None if best is None else best[0]
+
+
+def later_stage_imports(graph: dict[str, set[str]], stages=STAGES) -> list[tuple[str, str]]:
+    """The edges ``(a, b)`` of ``graph`` where ``b`` belongs to a later stage than ``a``."""
+    return sorted((a, b) for a, targets in graph.items() for b in targets
+                  if stage_of(b, stages) > stage_of(a, stages))
+
+
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     try:
         tuple(graphlib.TopologicalSorter(graph).static_order())
@@ -74,8 +126,9 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 @pytest.mark.parametrize("deferred", [True, False], ids=["with-deferred", "at-import"])
 def test_the_package_has_no_import_cycle(deferred):
     graph = import_graph(deferred=deferred)
-    assert {"dml_bench.runner", "dml_bench.tuning", "dml_bench.tasks", "dml_bench.execution",
-            "dml_bench.verification_run", "dml_bench.solvers.base"} <= set(graph)
+    assert {"dml_bench.run.runner", "dml_bench.run.tuning", "dml_bench.experiment.knn",
+            "dml_bench.run.execution", "dml_bench.run.verification",
+            "dml_bench.solvers.base"} <= set(graph)
     cycle = find_cycle(graph)
     assert cycle is None, f"import cycle: {' → '.join(cycle)}"
 
@@ -95,3 +148,55 @@ def test_the_graph_sees_relative_absolute_and_deferred_imports(tmp_path):
     at_import = import_graph(pkg, deferred=False)  # b's import of a runs only when f is called
     assert at_import == {**graph, "pkg.b": set()}
     assert find_cycle(at_import) is None
+
+
+def test_every_module_belongs_to_one_stage():
+    graph = import_graph()
+    assert [m for m in graph if stage_of(m) is None] == []
+    prefixes = [p for _, group in STAGES for p in group]
+    assert len(prefixes) == len(set(prefixes))
+    assert all(p in graph for p in prefixes), "a declared prefix that names no module"
+
+
+@pytest.mark.parametrize("deferred", [True, False], ids=["with-deferred", "at-import"])
+def test_no_module_imports_a_later_stage(deferred):
+    later = later_stage_imports(import_graph(deferred=deferred))
+    names = [name for name, _ in STAGES]
+    unexpected = [f"{a} ({names[stage_of(a)]}) → {b} ({names[stage_of(b)]})"
+                  for a, b in later if (a, b) not in KNOWN_EXCEPTIONS]
+    assert unexpected == []
+    # an exception the code no longer needs is taken off the list
+    assert set(KNOWN_EXCEPTIONS) <= set(later_stage_imports(import_graph()))
+
+
+def test_the_stage_check_sees_an_import_of_a_later_stage(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "late").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "early.py").write_text("def f():\n    from .late import x\n")
+    (pkg / "middle.py").write_text("from . import early\n")
+    (pkg / "late" / "__init__.py").write_text("")
+    (pkg / "late" / "x.py").write_text("from ..middle import early\n")
+    stages = [("first", ("pkg", "pkg.early")), ("second", ("pkg.middle",)),
+              ("third", ("pkg.late",))]
+    graph = import_graph(pkg)
+    assert [stage_of(m, stages) for m in sorted(graph)] == [0, 0, 2, 2, 1]
+    assert later_stage_imports(graph, stages) == [("pkg.early", "pkg.late.x")]
+    assert later_stage_imports(import_graph(pkg, deferred=False), stages) == []
+    assert stage_of("pkg.other", stages) is None  # the root's prefix holds only itself
+
+
+def test_the_top_level_holds_few_modules():
+    top = sorted(path.name for path in ROOT.glob("*.py"))
+    assert "__init__.py" in top and len(top) <= MAX_TOP_LEVEL, top
+
+
+def test_every_subpackage_docstring_names_its_stage():
+    names = [name for name, _ in STAGES]
+    inits = sorted(ROOT.glob("*/__init__.py"))
+    assert {"experiment", "run", "report", "solvers"} <= {init.parent.name for init in inits}
+    for init in inits:
+        module = module_name(init, ROOT)
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        stage = names[stage_of(module)]
+        assert f"{stage} stage" in doc.lower(), f"{module}: its docstring names no {stage!r} stage"

@@ -21,7 +21,7 @@ import yaml
 from click.testing import CliRunner
 from scipy import stats
 
-from dml_bench import ranking
+from dml_bench.report import ranking
 from dml_bench.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -190,7 +190,7 @@ def test_quick_board_runs_resumes_and_writes_its_statistics(tmp_path):
 def test_the_hosts_sentence_counts_complete_cells_per_cpu_in_words():
     """One cell is "1 cell"; cells that did not complete name no host; an empty host is "not
     recorded" (rows from before ``cpu_model`` was logged)."""
-    from dml_bench.leaderboard import _hosts_sentence
+    from dml_bench.leaderboard.page import _hosts_sentence
     table = pd.DataFrame({"status": ["complete"] * 4 + ["over_budget"],
                           "hosts": ["", "", "", "CPU B", "CPU C"]})
     assert _hosts_sentence(table).startswith("The final fits ran on: not recorded (3 cells), "
@@ -351,9 +351,9 @@ def test_a_concurrent_runs_rows_do_not_hide_a_fit_over_the_budget(small_board, t
     # (not a minute later, when the sleeping fit would land with its fit_time).
     import threading
 
-    from dml_bench.leaderboard import experiment_of
-    from dml_bench.results import RunStore
-    from dml_bench.tasks import all_tasks
+    from dml_bench.leaderboard.board import experiment_of
+    from dml_bench.run.results import RunStore
+    from dml_bench.experiment.knn import all_tasks
 
     site = tmp_path / "site"
     site.mkdir()
@@ -424,15 +424,15 @@ def test_a_fit_within_the_budget_passes_however_long_its_task_evaluates(small_bo
 
 
 def test_the_watch_reads_each_landed_fit_whole_and_once(tmp_path):
-    from dml_bench.leaderboard import _LandedRows
-    from dml_bench.results import RunStore
+    from dml_bench.run.budget import LandedRows
+    from dml_bench.run.results import RunStore
 
     store = RunStore(tmp_path)
     a, b, c, d = (letter * 16 for letter in "abcd")  # task ids: 16 hexadecimal digits
     store.append({"task_id": a, "dataset": "iris", "label": "lda", "fit_time": 1.0})
     with open(tmp_path / "runs.csv", "a") as fh:  # a row torn by a killed run
         fh.write("torn,leaderboard,iris")
-    watch = _LandedRows(tmp_path / "runs.csv")
+    watch = LandedRows(tmp_path / "runs.csv")
     assert watch.new() == []
     # the runner cuts the torn row before appending: the next rows are read whole, once
     store.append({"task_id": b, "dataset": "iris", "label": "lda", "fit_time": 700.0})
@@ -448,18 +448,18 @@ def test_the_watch_reads_each_landed_fit_whole_and_once(tmp_path):
     assert watch.new() == []
     store.append({"task_id": d, "dataset": "iris", "label": "lda", "fit_time": 2.0})
     assert [r["task_id"] for r in watch.new()] == [d]
-    assert _LandedRows(tmp_path / "tuning.csv").new() == []  # no log yet
+    assert LandedRows(tmp_path / "tuning.csv").new() == []  # no log yet
 
 
 def test_the_watch_follows_the_log_into_its_next_file(tmp_path, monkeypatch):
-    from dml_bench import results
-    from dml_bench.leaderboard import _LandedRows
-    from dml_bench.results import RunStore
+    from dml_bench.run import results
+    from dml_bench.run.budget import LandedRows
+    from dml_bench.run.results import RunStore
 
     monkeypatch.setattr(results, "SEGMENT_BYTES", 300)
     store = RunStore(tmp_path)
     store.append({"task_id": "a" * 16, "dataset": "iris", "label": "lda", "fit_time": 1.0})
-    watch = _LandedRows(tmp_path / "runs.csv")
+    watch = LandedRows(tmp_path / "runs.csv")
     for name in "bcde":
         store.append({"task_id": name * 16, "dataset": "iris", "label": "lda", "fit_time": 2.0})
     assert len(results.log_segments(tmp_path / "runs.csv")) > 2
@@ -474,8 +474,8 @@ DONE, OPEN = "d0e" + "0" * 13, "0be" + "0" * 13
 
 
 def test_finished_tasks_tuning_fits_leave_the_committed_log(tmp_path):
-    from dml_bench.leaderboard import compact_tuning_log
-    from dml_bench.results import TUNE_COLUMNS, RunStore
+    from dml_bench.leaderboard.run import compact_tuning_log
+    from dml_bench.run.results import TUNE_COLUMNS, RunStore
 
     runs, tuning = RunStore(tmp_path), RunStore(tmp_path, "tuning", TUNE_COLUMNS)
     runs.append({"task_id": DONE, "dataset": "iris", "label": "lda", "fit_time": 1.0})
@@ -497,9 +497,9 @@ def test_two_boards_that_compact_at_once_move_each_fit_once(tmp_path, monkeypatc
     # Here the second board compacts while the first is between its read and its write.
     import threading
 
-    from dml_bench import results
-    from dml_bench.leaderboard import compact_tuning_log
-    from dml_bench.results import TUNE_COLUMNS, RunStore
+    from dml_bench.run import results
+    from dml_bench.leaderboard.run import compact_tuning_log
+    from dml_bench.run.results import TUNE_COLUMNS, RunStore
 
     RunStore(tmp_path).append({"task_id": DONE, "dataset": "iris", "label": "lda",
                                "fit_time": 1.0})
@@ -529,7 +529,7 @@ def test_two_boards_that_compact_at_once_move_each_fit_once(tmp_path, monkeypatc
 
 
 def test_a_landed_fit_over_the_budget_marks_its_cell():
-    from dml_bench.leaderboard import _fit_over_budget
+    from dml_bench.run.budget import fit_over_budget
 
     cells = [("iris", "lda"), ("wine", "lda")]
     rows = [{"dataset": "iris", "label": "lda", "fit_time": "599.9"},
@@ -537,23 +537,24 @@ def test_a_landed_fit_over_the_budget_marks_its_cell():
             {"dataset": "wine", "label": "lda", "fit_time": ""},     # no fit time recorded
             {"dataset": "wine", "label": "lda", "fit_time": "2026-11-26T12:00"},  # not a row
             {"dataset": "wine", "label": "lda", "fit_time": "612.4"}]
-    assert _fit_over_budget(rows[:4], cells, 600) is None
-    index, reason = _fit_over_budget(rows, cells, 600)
+    assert fit_over_budget(rows[:4], cells, 600) is None
+    index, reason = fit_over_budget(rows, cells, 600)
     assert index == 1
     assert reason == "a fit ran over the 600 s budget (612 s)"
     rows[-1]["cpu_model"] = "AMD EPYC"  # a row of this version names its host
-    assert _fit_over_budget(rows, cells, 600)[1] == \
+    assert fit_over_budget(rows, cells, 600)[1] == \
         "a fit ran over the 600 s budget (612 s on AMD EPYC)"
 
 
 def test_a_complete_cell_marked_over_budget_shows_as_over_budget(small_board, tmp_path):
-    from dml_bench.leaderboard import _record
+    from dml_bench.leaderboard.board import record_cell
 
     _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
             "--solver", "lda")
     board = tmp_path / "r" / "leaderboard_quick"
     # its last fit landed over the budget (with -j N, while the other workers' rows landed)
-    _record(board, "iris", "lda", "over_budget", "a fit ran over the 60 s budget (61 s, ...)", 60)
+    record_cell(board, "iris", "lda", "over_budget", "a fit ran over the 60 s budget (61 s, ...)",
+                60)
     out = _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
                   "--solver", "lda")
     assert "0 cells run" in out
@@ -607,12 +608,13 @@ def test_notes_show_under_the_ranks_and_a_key_naming_nothing_is_one_line(small_b
 
 
 def test_reproduction_page_links_to_the_leaderboard_page(tmp_path):
-    from dml_bench.reproduction_report import _leaderboard_link, render_html
+    from dml_bench.report.html import render_html
+    from dml_bench.reproduction.report import _leaderboard_link
 
     assert _leaderboard_link(tmp_path) == []  # no board written: no link
     (tmp_path / "leaderboard").mkdir()
     (tmp_path / "leaderboard" / "leaderboard.html").write_text("<html></html>")
-    page = render_html("\n".join(_leaderboard_link(tmp_path)))
+    page = render_html("\n".join(_leaderboard_link(tmp_path)), "dml-bench reproduction")
     assert '<a href="leaderboard/leaderboard.html">Leaderboard</a>' in page
 
 
@@ -629,7 +631,7 @@ def test_bad_input_is_one_line_not_a_traceback(tmp_path, write_yaml):
 
 
 def test_statistics_rank_finished_sets_only_with_missing_results_last():
-    from dml_bench.leaderboard import statistics
+    from dml_bench.leaderboard.stats import statistics
 
     def cell(d, m, status, error=np.nan, fit_time=np.nan):
         return {"dataset": d, "method": m, "status": status, "error": error,
@@ -667,8 +669,8 @@ def test_scaling_diagnosis_rare_feature_share_against_dense_counts(benchmark_scr
 
 
 def test_experiment_of_reads_a_board_config_and_a_run_config(tmp_path):
-    from dml_bench.config import ConfigError
-    from dml_bench.leaderboard import experiment_of
+    from dml_bench.experiment.config import ConfigError
+    from dml_bench.leaderboard.board import experiment_of
 
     assert experiment_of(REPO / "configs" / "leaderboard_quick.yaml").name == "leaderboard_quick"
     assert experiment_of(REPO / "configs" / "quickstart.yaml").name == "quickstart"
@@ -678,7 +680,7 @@ def test_experiment_of_reads_a_board_config_and_a_run_config(tmp_path):
 
 def test_the_committed_board_gives_every_method_the_same_tuning_budget():
     # the declared protocol (3): 3-fold CV over at most 9 grid points, for every method
-    from dml_bench.leaderboard import load_board
+    from dml_bench.leaderboard.board import load_board
 
     board = load_board(REPO / "configs" / "leaderboard.yaml")
     for solver in board.experiment.solvers:
@@ -688,8 +690,8 @@ def test_the_committed_board_gives_every_method_the_same_tuning_budget():
 
 
 def test_the_cells_log_is_never_written_through_a_symlink(tmp_path):
-    from dml_bench.leaderboard import _record
-    from dml_bench.results import UnsafeLog
+    from dml_bench.leaderboard.board import record_cell
+    from dml_bench.run.results import UnsafeLog
 
     target = tmp_path / "elsewhere.csv"
     target.write_text("keep\n")
@@ -697,25 +699,26 @@ def test_the_cells_log_is_never_written_through_a_symlink(tmp_path):
     board.mkdir()
     (board / "cells.csv").symlink_to(target)
     with pytest.raises(UnsafeLog, match="cells.csv is a symbolic link"):
-        _record(board, "wine", "lda", "over_budget", "a fit ran over", 600.0)
+        record_cell(board, "wine", "lda", "over_budget", "a fit ran over", 600.0)
     assert target.read_text() == "keep\n"
 
 
 def test_corrupt_lines_of_the_cells_log_are_ignored_with_one_warning(tmp_path, capsys):
-    from dml_bench.leaderboard import _LandedRows, _record, read_cells
+    from dml_bench.leaderboard.board import read_cells, record_cell
+    from dml_bench.run.budget import LandedRows
 
     board = tmp_path / "board"
     board.mkdir()
-    _record(board, "wine", "lda", "over_budget", "a fit ran\nover", 600.0)
+    record_cell(board, "wine", "lda", "over_budget", "a fit ran\nover", 600.0)
     with open(board / "cells.csv", "ab") as fh:
         fh.write(b"\xff\xfe\x00junk\n" + b"wine,lda,done,extra,field,x,y\n")
-    _record(board, "iris", "lda", "cannot_run", "needs 9 GiB", 600.0)
+    record_cell(board, "iris", "lda", "cannot_run", "needs 9 GiB", 600.0)
     cells = read_cells(board)
     assert list(zip(cells["dataset"], cells["status"])) == [("wine", "over_budget"),
                                                             ("iris", "cannot_run")]
     assert cells["reason"].tolist() == ["a fit ran over", "needs 9 GiB"]  # one line each
     assert capsys.readouterr().err.count("corrupt line(s) ignored") == 1
-    tail = _LandedRows(board / "cells.csv")
+    tail = LandedRows(board / "cells.csv")
     with open(board / "cells.csv", "ab") as fh:  # a watch reading binary junk goes on
         fh.write(b"\xff\x00\x01\n" + b"letter,nca,failed,,600.0,2026-01-01\n")
     assert [row["dataset"] for row in tail.new()] == ["letter"]

@@ -21,9 +21,10 @@ from click.testing import CliRunner
 from distributed import Client, LocalCluster, get_task_stream
 
 from dml_bench.cli import main
-from dml_bench.execution import SchedulerUnreachable, execution_backend
-from dml_bench.leaderboard import board_table, load_board
-from dml_bench.runner import run_experiment
+from dml_bench.run.execution import SchedulerUnreachable, execution_backend
+from dml_bench.leaderboard.board import load_board
+from dml_bench.leaderboard.stats import board_table
+from dml_bench.run.runner import run_experiment
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
 

@@ -16,12 +16,12 @@ import yaml
 from click.testing import CliRunner
 
 from dml_bench.cli import main
-from dml_bench.config import ConfigError, parse_config
+from dml_bench.experiment.config import ConfigError, parse_config
 from dml_bench.datasets import DataIntegrityError, DataNotAvailable
 from dml_bench.datasets.lfw import (LFW_SIFT_ENV, lfw_image_name, load_lfw_pairs, load_lfw_pixels,
                                     load_lfw_table, save_lfw_sift)
 from dml_bench.datasets.parsers import read_descriptor_table
-from dml_bench.reproduction import load_targets
+from dml_bench.reproduction.targets import load_targets
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
 
@@ -295,12 +295,12 @@ def test_drawn_folds_config_and_lfw_targets_are_runnable_configs():
 def test_report_counts_the_lfw_tasks_still_to_run_once_the_file_is_supplied(npz_file, monkeypatch):
     """With the file named by the environment, the reproduction report lists every LFW task as
     still to run (none as without data); without it, every entry as without data."""
-    from dml_bench.reproduction import experiment_of
-    from dml_bench.reproduction_report import tasks_not_run
-    from dml_bench.verification import verification_tasks
+    from dml_bench.reproduction.targets import target_experiment
+    from dml_bench.reproduction.report import tasks_not_run
+    from dml_bench.experiment.verification import verification_tasks
 
     targets = load_targets()
-    exp = experiment_of(targets["ying2012-table6"], targets)
+    exp = target_experiment(targets["ying2012-table6"], targets)
     monkeypatch.setenv(LFW_SIFT_ENV, str(npz_file))
     missing, no_data = tasks_not_run(exp, set())
     assert no_data == [] and sum(missing.values()) == len(verification_tasks(exp))

@@ -1,12 +1,12 @@
-"""The shared constraint algebra against its definitions, term by term."""
+"""The shared constraint algebra and eigensolvers against their definitions, term by term."""
 
 import numpy as np
 import pytest
 
-from dml_bench.solvers import linalg
-from dml_bench.solvers.linalg import (COMPILED_GRAM_MAX_DIM, GramTopEigenvector, PairOuterSum,
-                                      pair_sq_distances, uses_pair_laplacian,
-                                      weighted_pair_outer_sum)
+from dml_bench.solvers import linalg, top_eigen
+from dml_bench.solvers.linalg import PairOuterSum, pair_sq_distances, weighted_pair_outer_sum
+from dml_bench.solvers.top_eigen import (COMPILED_GRAM_MAX_DIM, GramTopEigenvector,
+                                         uses_pair_laplacian)
 
 
 def explicit_sum(X, pairs, w):
@@ -132,8 +132,8 @@ def test_eigh_all_is_an_eigendecomposition(d, dtype):
 ])
 def test_a_driver_that_fails_to_converge_gives_way_to_the_next(failing, expected, calls,
                                                                 eigh_drivers):
-    """LAPACK drivers that stop with info > 0 (scipy's ``LinAlgError``; ``syevd`` did on MNIST's
-    Xing projections) are replaced by the next driver on the untouched matrix, and the result is
+    """LAPACK drivers that stop with info > 0 (scipy's ``LinAlgError``, as ``syevd`` can) are
+    replaced by the next driver on the untouched matrix, and the result is
     numpy's eigendecomposition of the lower triangle (eigenvalues; the projector onto the kept
     eigenvectors, which does not depend on their signs)."""
     rng = np.random.default_rng(3)
@@ -160,9 +160,36 @@ def test_the_last_driver_s_failure_is_raised(eigh_drivers):
     assert eigh_drivers == ["evd", "evr", "ev"]
 
 
+@pytest.mark.parametrize("d", [1, 2, 30])
+@pytest.mark.parametrize("positive_only", [False, True])
+def test_project_psd_is_the_positive_part_of_the_moreau_decomposition(d, positive_only):
+    """The nearest PSD matrix P to S is characterised by Moreau's decomposition of the symmetric
+    part over the self-dual PSD cone: ``sym(S) = P − N`` with ``P ⪰ 0``, ``N ⪰ 0`` and
+    ``⟨P, N⟩ = 0``. Checked with numpy's eigenvalues of P and N, for a non-symmetric S with
+    eigenvalues of both signs; the returned eigenpairs rebuild P, and a PSD input comes back."""
+    rng = np.random.default_rng(d)
+    S = rng.normal(size=(d, d)) + (np.diag(rng.choice([-2.0, 2.0], d)) if d > 1 else 0)
+    S[0, 0] = -abs(S[0, 0]) - 1  # a negative direction, also for d = 1
+    P, lam, U = linalg.project_psd(S, positive_only=positive_only)
+    sym = (S + S.T) / 2
+    N = P - sym
+    tol = 1e2 * d * np.finfo(float).eps * np.abs(np.linalg.eigvalsh(sym)).max()
+    np.testing.assert_allclose(P, P.T, rtol=0, atol=tol)
+    assert np.linalg.eigvalsh(P).min() >= -tol and np.linalg.eigvalsh(N).min() >= -tol
+    assert abs(np.vdot(P, N)) <= tol * np.abs(P).sum()
+    np.testing.assert_allclose((U * lam) @ U.T, P, rtol=0, atol=tol)
+    np.testing.assert_allclose(U.T @ U, np.eye(len(lam)), rtol=0, atol=1e2 * d * np.finfo(float).eps)
+    assert np.all(lam >= 0) and np.all(np.diff(lam) >= 0)
+    positive = np.linalg.eigvalsh(sym) > tol
+    assert (len(lam) == positive.sum() if positive_only else len(lam) == d)
+    G = rng.normal(size=(d, d))
+    np.testing.assert_allclose(linalg.project_psd(G @ G.T, positive_only)[0], G @ G.T, rtol=0,
+                               atol=1e2 * d * np.finfo(float).eps * np.abs(G @ G.T).max())
+
+
 @pytest.mark.parametrize("d", [1, 5, 40])
 def test_leading_eigenvector_is_numpys_top_eigenvector(d):
-    from dml_bench.solvers.linalg import leading_eigenvector
+    from dml_bench.solvers.top_eigen import leading_eigenvector
 
     rng = np.random.default_rng(d)
     A = rng.normal(size=(d, d))
@@ -186,7 +213,7 @@ def test_gram_top_eigenvector_is_numpys_over_the_pairs_kept(d, laplacian, signed
     above), for several weight vectors in a row (warm starts): v is numpy's top eigenvector of
     Σ_{r kept} w_r z_r z_rᵀ formed one outer product at a time, with the pairs below the
     threshold left out, p its squared projections and λ its eigenvalue."""
-    monkeypatch.setattr(linalg, "LAPLACIAN_MIN_SAVING", -np.inf if laplacian else np.inf)
+    monkeypatch.setattr(top_eigen, "LAPLACIAN_MIN_SAVING", -np.inf if laplacian else np.inf)
     rng = np.random.default_rng(d)
     X = rng.normal(size=(40, d)).astype(dtype)
     pairs = rng.choice(40, size=(150, 2))

@@ -8,7 +8,7 @@ from scipy.special import logsumexp, softmax
 from sklearn.exceptions import ConvergenceWarning
 
 from dml_bench.constraints import Constraints, knn_triplets
-from dml_bench.solvers.linalg import top_eigenvector
+from dml_bench.solvers.top_eigen import top_eigenvector
 from dml_bench.solvers.lmnn_eig import LMNNEig, _lp_vertex
 
 cp = pytest.importorskip("cvxpy")

@@ -14,9 +14,9 @@ from sklearn.base import clone
 
 from dml_bench.constraints import Constraints, random_triplets
 from dml_bench.solvers.incremental_eigen import eigen_update
-from dml_bench.solvers.lowrank_sgd import (LowRankFW, LowRankGD, LowRankSGD, LowRankSGDBatch,
-                                           LowRankSGDOne, SGDIncSVD, TripletEvaluator,
-                                           incsvd_step)
+from dml_bench.solvers.lowrank_dense import (LowRankFW, LowRankGD, LowRankSGD, LowRankSGDBatch,
+                                             LowRankSGDOne)
+from dml_bench.solvers.lowrank_sgd import SGDIncSVD, TripletEvaluator, incsvd_step
 
 cp = pytest.importorskip("cvxpy")
 

@@ -14,9 +14,9 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from dml_bench.datasets.generators import make_swiss_roll
-from dml_bench.experiments.embedding_quality import neighbourhood_preservation
-from dml_bench.experiments.mvu import (mvu_frobenius, mvu_interior_point, mvu_problem,
-                                       run_mvu_experiment)
+from dml_bench.reproduction.studies.embedding_quality import neighbourhood_preservation
+from dml_bench.reproduction.studies.mvu import (mvu_frobenius, mvu_interior_point, mvu_problem,
+                                                run_mvu_experiment)
 
 cp = pytest.importorskip("cvxpy")
 

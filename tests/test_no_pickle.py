@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from dml_bench import tasks
+from dml_bench.experiment import knn as tasks
 from dml_bench.cli import main
 from fault_cases.security_code import Planted
 

@@ -11,7 +11,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from dml_bench.constraints import knn_triplets
-from dml_bench.results import RUN_COLUMNS
+from dml_bench.run.results import RUN_COLUMNS
 from dml_bench.solvers import SOLVERS, DMLEig, FrobMetric, SDPMetric, Xing
 from problems import diffs, random_pair_problem
 from test_runner import experiment, planned_ids, quiet_run, runs_of

@@ -24,12 +24,12 @@ from click.testing import CliRunner
 from sklearn.datasets import dump_svmlight_file, load_iris, load_wine
 
 from dml_bench.cli import main
-from dml_bench.config import ConfigError, parse_config
+from dml_bench.experiment.config import ConfigError, parse_config
 from dml_bench.datasets import DATASETS, DataNotAvailable, DataParseError, load_dataset
 from dml_bench.datasets.spec import as_dataset_spec
 from dml_bench.constraints import GENERATORS
 from dml_bench.registry import PluginConsentError, PluginError, UnknownNameError, check_solver
-from dml_bench.settings import load_settings, settings_path
+from dml_bench.common.settings import load_settings, settings_path
 from dml_bench.solvers import SOLVERS
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")

@@ -11,14 +11,14 @@ import pandas as pd
 import pytest
 from scipy.stats import t as student_t
 
-from dml_bench.config import load_config
-from dml_bench.report import add_precise_columns, read_runs, summarize, t_interval, write_report
-from dml_bench.reproduction import (TargetUnavailable, experiment_of, load_targets,
-                                    precise_version)
-from dml_bench.reproduction_report import _precise_cells
+from dml_bench.experiment.config import load_config
+from dml_bench.report.knn import add_precise_columns, read_runs, summarize, t_interval, write_report
+from dml_bench.reproduction.targets import (TargetUnavailable, target_experiment, load_targets,
+                                            precise_version)
+from dml_bench.reproduction.report import _precise_cells
 from dml_bench.splits import derive_seed
-from dml_bench.tables import compare_with_paper
-from dml_bench.tasks import all_tasks
+from dml_bench.report.tables import compare_with_paper
+from dml_bench.experiment.knn import all_tasks
 
 from test_report import CONFIG, tiny_table, welch_by_hand, write_results
 
@@ -40,8 +40,8 @@ def test_t_interval_is_the_student_t_interval():
 
 def test_precise_version_runs_100_splits_on_the_small_sets_with_the_declared_solvers():
     targets = load_targets()
-    headline = experiment_of(targets["ying2012-table4"], targets, root=REPO)
-    precise = experiment_of(targets["ying2012-table4"], targets, root=REPO, precise=True)
+    headline = target_experiment(targets["ying2012-table4"], targets, root=REPO)
+    precise = target_experiment(targets["ying2012-table4"], targets, root=REPO, precise=True)
     assert precise.name == "ying2012_table4_precise"
     # n < 2000: wine 178, iris 150, breast cancer 569, pima 768, AT&T faces 400; not waveform
     # (5000), segment (2310), optdigits (3823), USPS (9298)
@@ -60,16 +60,16 @@ def test_precise_version_runs_100_splits_on_the_small_sets_with_the_declared_sol
     assert len(set(seeds.values())) == 100
     # the other declared targets: Shen 2010 only Euclidean (its SDPMetric and LMNN are tuned),
     # Shen 2014 its three small sets (Yale B has 2414 points)
-    shen2010 = experiment_of(targets["shen2010-table2"], targets, root=REPO, precise=True)
+    shen2010 = target_experiment(targets["shen2010-table2"], targets, root=REPO, precise=True)
     assert [s.label for s in shen2010.solvers] == ["euclidean"]
     assert [d.label for d in shen2010.datasets] == [
         "orl_faces", "wine", "balance_scale", "vehicle", "breast_cancer_original", "pima"]
-    shen2014 = experiment_of(targets["shen2014-table1"], targets, root=REPO, precise=True)
+    shen2014 = target_experiment(targets["shen2014-table1"], targets, root=REPO, precise=True)
     assert [d.label for d in shen2014.datasets] == ["balance_scale", "wine", "iris"]
     # every declared companion derives, with cheap (untuned) solvers only
     for t in targets.values():
         if t.precise:
-            assert all(s.tune is None for s in experiment_of(t, targets, root=REPO,
+            assert all(s.tune is None for s in target_experiment(t, targets, root=REPO,
                                                              precise=True).solvers), t.id
 
 

@@ -27,7 +27,7 @@ def test_variant_grid_and_restriction(sweep):
 
 
 def test_every_sweep_names_its_configs_label(sweep):
-    from dml_bench.config import load_config
+    from dml_bench.experiment.config import load_config
 
     for name, entry in sweep.SWEEPS.items():
         exp = load_config(entry["config"])
@@ -37,8 +37,8 @@ def test_every_sweep_names_its_configs_label(sweep):
 
 
 def test_the_sdpmetric_sweep_builds_its_solver_as_the_runner(sweep):
-    from dml_bench.config import load_config
-    from dml_bench.tasks import all_tasks
+    from dml_bench.experiment.config import load_config
+    from dml_bench.experiment.knn import all_tasks
 
     variants = sweep.variants(SDP)
     assert len(variants) == 8 and sweep.headline(SDP) == variants[0]

@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from dml_bench.papers import PaperTable, load_paper_table
-from dml_bench.report import (read_runs, status_markdown, summarize, summary_to_latex,
-                              update_readme_status, write_report)
-from dml_bench.tables import (ReportError, compare_with_paper, comparison_to_latex, is_match,
-                              welch_verdict)
+from dml_bench.report.knn import (read_runs, status_markdown, summarize, summary_to_latex,
+                                  update_readme_status, write_report)
+from dml_bench.report.tables import (ReportError, compare_with_paper, comparison_to_latex, is_match,
+                                     welch_verdict)
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -323,7 +323,7 @@ def test_readme_without_markers(tmp_path):
     ("<script>alert(1)</script>", "<script>alert(1)</script>"),  # not special to LaTeX
 ])
 def test_tex_escapes_every_special_character(text, expected):
-    from dml_bench.tables import tex
+    from dml_bench.report.tables import tex
 
     assert tex(text) == expected
 
@@ -353,7 +353,7 @@ def test_dataset_names_reach_the_comparison_table_escaped():
 
 
 def test_html_page_escapes_text_and_links_only_to_pages():
-    from dml_bench.reproduction_report import render_html
+    from dml_bench.report.html import render_html
 
     markdown = "\n".join([
         "# Notes <script>alert(1)</script>",
@@ -367,7 +367,8 @@ def test_html_page_escapes_text_and_links_only_to_pages():
         '![a"b](x.png" onerror="alert(1))',
         "![not an image <b>",
     ])
-    page = render_html(markdown)
+    page = render_html(markdown, "<b>board</b> & co")
+    assert "<title>&lt;b&gt;board&lt;/b&gt; &amp; co</title>" in page
     body = page.split("<body>\n", 1)[1].split("\n</body>", 1)[0]
     assert body.splitlines() == [
         "<h1>Notes &lt;script&gt;alert(1)&lt;/script&gt;</h1>",

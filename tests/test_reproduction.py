@@ -1,4 +1,5 @@
-"""Reproduction targets (dml_bench/targets.yaml), `dmlbench reproduce` and `report --all`."""
+"""Reproduction targets (dml_bench/reproduction/targets.yaml), `dmlbench reproduce` and `report
+--all`."""
 
 from __future__ import annotations
 
@@ -9,14 +10,15 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from dml_bench import reproduction
-from dml_bench.check import write_baseline
+from dml_bench.reproduction import targets as reproduction
+from dml_bench.report.check import write_baseline
 from dml_bench.cli import main
-from dml_bench.config import load_config
+from dml_bench.experiment.config import load_config
 from dml_bench.papers import list_paper_tables
-from dml_bench.reproduction import (TargetUnavailable, availability, experiment_of, load_targets,
-                                    quick_version, reproduce)
-from dml_bench.reproduction_report import collect, counts, render_html, render_markdown
+from dml_bench.report.html import render_html
+from dml_bench.reproduction.report import collect, counts, render_markdown
+from dml_bench.reproduction.targets import (TargetUnavailable, availability, load_targets,
+                                            quick_version, reproduce, target_experiment)
 from dml_bench.solvers import SOLVERS, Euclidean
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
@@ -49,7 +51,7 @@ def test_every_target_is_well_formed():
         assert (t.config is None) != (t.same_runs is None), t.id
         if t.same_runs:
             assert targets[t.same_runs].config, t.id
-        exp = experiment_of(t, targets)
+        exp = target_experiment(t, targets)
         tables |= set(t.tables)
         assert set(t.tables) <= set(exp.paper_table), t.id  # the config reports them
         assert set(t.figures) <= {f["name"] for f in exp.figures}, t.id
@@ -80,7 +82,7 @@ def test_unrunnable_targets_say_why(monkeypatch):
     monkeypatch.delenv("DMLBENCH_DATA_MIRROR", raising=False)
     targets = load_targets()
     table6 = targets["ying2012-table6"]
-    reason = availability(table6, experiment_of(table6, targets))
+    reason = availability(table6, target_experiment(table6, targets))
     assert reason.startswith("data not available: ") and "needs the LFW-SIFT file" in reason
     assert "DMLBENCH_LFW_SIFT" in reason and "not supported" not in reason
     with pytest.raises(TargetUnavailable, match="ying2012-table6: data not available"):
@@ -183,7 +185,7 @@ def test_report_all_from_results(tiny_target):
     assert ("| splits | 3 random 70/30 splits | paper: “we randomly split the data sets 70% for "
             "training” — three, not ten, to be quick |") in markdown
     assert "| ties | nearest | not stated; the paper is silent |" in markdown
-    page = render_html(markdown)
+    page = render_html(markdown, "dml-bench reproduction")
     assert page.count("<table>") == 3 and "<h3>" in page
 
 
@@ -256,7 +258,7 @@ def test_datasets_without_data_here_are_named_not_counted_as_not_run(tiny_target
 def test_an_interrupted_run_keeps_its_rows_and_wall_time(tiny_target, monkeypatch):
     """Ctrl-C (or SIGTERM, turned into SystemExit by the CLI) after some rows: the record says
     interrupted with the rows it wrote, and the next run adds its own wall time to it."""
-    from dml_bench import runner
+    from dml_bench.run import runner
 
     results = tiny_target / "results"
     real = runner.run_experiment
@@ -313,8 +315,8 @@ def test_a_sigterm_whose_exit_was_dropped_stops_the_run_after_its_row(tmp_path, 
     The handler also records the signal, and the row loop stops after the row in progress."""
     from types import SimpleNamespace
 
-    from dml_bench import execution
-    from dml_bench.results import RunStore, TaskClaims
+    from dml_bench.run import execution
+    from dml_bench.run.results import RunStore, TaskClaims
 
     monkeypatch.setattr(execution, "STOP_SIGNALS", [])
     recorded = []
@@ -363,7 +365,7 @@ def test_a_committed_sensitivity_sweep_shows_beside_the_cells(tiny_target):
 def test_a_damaged_or_linked_run_record_is_written_afresh(tmp_path, capsys):
     import json
 
-    from dml_bench.reproduction import _update_record
+    from dml_bench.reproduction.targets import _update_record
 
     target = tmp_path / "elsewhere.json"
     target.write_text("keep")

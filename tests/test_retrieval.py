@@ -12,12 +12,12 @@ import yaml
 from click.testing import CliRunner
 from sklearn.neighbors import NearestNeighbors
 
-from dml_bench import reproduction
+from dml_bench.reproduction import targets as reproduction
 from dml_bench.cli import main
-from dml_bench.config import load_config
+from dml_bench.experiment.config import load_config
 from dml_bench.datasets import DataIntegrityError, DataNotAvailable, load_dataset
 from dml_bench.evaluate import model_retrieval_precision, retrieval_precision
-from dml_bench.runner import run_experiment
+from dml_bench.run.runner import run_experiment
 from dml_bench.solvers import SOLVERS
 from dml_bench.splits import split_indices
 
@@ -227,7 +227,7 @@ def small_target(tmp_path, monkeypatch):
         if solver["name"] != "euclidean":
             solver.setdefault("params", {})["max_iter"] = 10
     (tmp_path / "fig3.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    targets = yaml.safe_load((REPO / "dml_bench/targets.yaml").read_text())
+    targets = yaml.safe_load((REPO / "dml_bench/reproduction/targets.yaml").read_text())
     targets["targets"]["shen2010-fig3"]["params"]["config"] = str(tmp_path / "fig3.yaml")
     (tmp_path / "targets.yaml").write_text(yaml.safe_dump(targets, sort_keys=False))
     monkeypatch.setattr(reproduction, "TARGETS_FILE", tmp_path / "targets.yaml")

@@ -22,14 +22,14 @@ import yaml
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.preprocessing import StandardScaler
 
-from dml_bench import execution
-from dml_bench.config import load_config, parse_config
+from dml_bench.run import execution
+from dml_bench.experiment.config import load_config, parse_config
 from dml_bench.datasets import load_dataset
 from dml_bench.errors import RunRefused
-from dml_bench.results import RUN_COLUMNS, RunStore
-from dml_bench.runner import run_experiment
+from dml_bench.run.results import RUN_COLUMNS, RunStore
+from dml_bench.run.runner import run_experiment
 from dml_bench.splits import derive_seed, train_test_split_indices
-from dml_bench.tasks import plan, prepare_split
+from dml_bench.experiment.knn import plan, prepare_split
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
 
@@ -260,7 +260,7 @@ def log_row(i):
 def test_a_log_goes_on_in_numbered_files_below_the_segment_size(tmp_path, monkeypatch):
     """runs.csv, runs.2.csv, ..., runs.11.csv: each file at most SEGMENT_BYTES with its own
     header, read back as one log in the order written (runs.10.csv after runs.9.csv)."""
-    from dml_bench import results
+    from dml_bench.run import results
     monkeypatch.setattr(results, "SEGMENT_BYTES", 700)
     store = RunStore(tmp_path)
     ids = [log_row(i)["task_id"] for i in range(50)]
@@ -293,7 +293,7 @@ def test_a_log_goes_on_in_numbered_files_below_the_segment_size(tmp_path, monkey
 
 
 def test_a_row_longer_than_the_segment_size_gets_a_file_of_its_own(tmp_path, monkeypatch):
-    from dml_bench import results
+    from dml_bench.run import results
     monkeypatch.setattr(results, "SEGMENT_BYTES", 10)
     store = RunStore(tmp_path)
     store.archive(set())  # nothing to move: no file is written
@@ -305,7 +305,7 @@ def test_a_row_longer_than_the_segment_size_gets_a_file_of_its_own(tmp_path, mon
 
 
 def test_a_run_sees_rows_that_land_in_a_new_file_of_the_log(tmp_path, monkeypatch):
-    from dml_bench import results
+    from dml_bench.run import results
     monkeypatch.setattr(results, "SEGMENT_BYTES", 400)
     store = RunStore(tmp_path)
     finished = execution.finished_reader(store, require_timing=False)
@@ -541,8 +541,8 @@ def test_an_interruption_inside_a_compiled_call_stops_the_run(mirror, monkeypatc
     exception set`` caused by the interruption (CPython's chaining, reproduced by sending SIGTERM
     during ``linalg._pair_sq_distances``). The task must re-raise the interruption, not record a
     failed task and let the run go on (the flaky ``test_sigterm_stops_a_cli_run_like_ctrl_c``)."""
-    from dml_bench import runner
-    from dml_bench.tasks import all_tasks
+    from dml_bench.run import runner
+    from dml_bench.experiment.knn import all_tasks
 
     config = Path(__file__).resolve().parents[1] / "configs" / "quickstart.yaml"
     task = next(iter(all_tasks(load_config(config), str(mirror))))
@@ -659,8 +659,8 @@ def test_corrupt_lines_anywhere_are_set_aside_once(tmp_path, capsys):
 
 
 def test_a_run_checks_every_log_and_segment_before_it_writes(tmp_path, capsys, monkeypatch):
-    from dml_bench import results
-    from dml_bench.results import ERROR_COLUMNS
+    from dml_bench.run import results
+    from dml_bench.run.results import ERROR_COLUMNS
 
     monkeypatch.setattr(results, "SEGMENT_BYTES", 700)
     store = RunStore(tmp_path)
@@ -725,7 +725,7 @@ def test_short_writes_are_written_on_until_the_row_is_whole(tmp_path, monkeypatc
 def test_a_write_that_fails_part_way_leaves_the_log_as_it_was(tmp_path, monkeypatch):
     import errno
 
-    from dml_bench.results import LogWriteFailed
+    from dml_bench.run.results import LogWriteFailed
 
     store = RunStore(tmp_path)
     store.append(log_row(0))
@@ -754,7 +754,7 @@ def test_a_full_disk_stops_the_run_with_the_rows_it_saved(tmp_path, monkeypatch)
     runs the others: every task once."""
     import errno
 
-    from dml_bench.results import LogWriteFailed
+    from dml_bench.run.results import LogWriteFailed
 
     exp = small_experiment()
     ids = planned_ids(exp)
@@ -788,7 +788,7 @@ def test_a_full_disk_stops_the_run_with_the_rows_it_saved(tmp_path, monkeypatch)
 
 SUPERSEDE_KILLED = """
 import os, signal, sys
-from dml_bench import results
+from dml_bench.run import results
 from dml_bench.cli import main
 
 def killed(self, task_ids):  # archive's second step: the rows are in runs_superseded.csv
@@ -829,7 +829,7 @@ def test_supersede_killed_between_its_two_steps_moves_each_row_once(tmp_path, wr
 
 
 def test_a_log_that_is_a_symlink_is_never_written_through(tmp_path):
-    from dml_bench.results import UnsafeLog, append_bytes
+    from dml_bench.run.results import UnsafeLog, append_bytes
 
     exp = small_experiment()
     folder = tmp_path / "quick"
@@ -866,7 +866,7 @@ def test_logs_get_the_mode_of_a_new_file_of_the_folder(tmp_path, umask):
 
 def test_a_dataset_that_cannot_be_read_is_a_reason_to_skip(monkeypatch):
     import dml_bench.datasets as datasets
-    from dml_bench.tasks import _data_problem
+    from dml_bench.experiment.knn import _data_problem
 
     def unreadable(name, **kwargs):
         raise PermissionError(13, "Permission denied", "/data/mine.csv")
@@ -896,7 +896,7 @@ def test_a_dataset_that_cannot_be_read_is_a_reason_to_skip(monkeypatch):
 
 
 def test_labels_that_select_no_task_are_refused():
-    from dml_bench.execution import NothingSelected, check_labels
+    from dml_bench.run.execution import NothingSelected, check_labels
 
     exp = experiment(datasets=[{"name": "wine", "solvers": ["euclidean"]}, {"name": "iris"}],
                      solvers=[{"name": "euclidean"}, {"name": "lda"}])
@@ -914,7 +914,7 @@ def test_a_run_that_waits_for_another_says_so_once(tmp_path):
 
     from filelock import FileLock
 
-    from dml_bench.results import TaskClaims
+    from dml_bench.run.results import TaskClaims
 
     claims = TaskClaims(tmp_path)
     claims.dir.mkdir()

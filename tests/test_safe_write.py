@@ -1,7 +1,7 @@
-"""Writing outputs (:mod:`dml_bench.safe_write`): plain file names only, create-temporary-then-
-rename in the destination folder, no symlink followed, the folder's usual mode for a new file, no
-temporary file left behind on failure; and ``dmlbench run`` on a results folder whose outputs
-are symlinks to files elsewhere."""
+"""Writing outputs (:mod:`dml_bench.common.safe_write`): plain file names only,
+create-temporary-then-rename in the destination folder, no symlink followed, the folder's usual
+mode for a new file, no temporary file left behind on failure; and ``dmlbench run`` on a results
+folder whose outputs are symlinks to files elsewhere."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from dml_bench import safe_write
 from dml_bench.cli import main
-from dml_bench.safe_write import (UnsafeOutputName, check_name, name_problem, output_dir,
-                                  output_path, replacing, save_figure, write_bytes, write_csv,
-                                  write_text)
+from dml_bench.common import safe_write
+from dml_bench.common.safe_write import (UnsafeOutputName, check_name, name_problem,
+                                         output_dir, output_path, replacing, save_figure,
+                                         write_bytes, write_csv, write_text)
 
 @pytest.fixture
 def umask():

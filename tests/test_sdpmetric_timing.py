@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from scipy.optimize import minimize_scalar
 
-from dml_bench.experiments.sdpmetric_timing import (eq8_objective, interior_point_sdpmetric,
-                                                    random_triplets, run_sdpmetric_timing)
+from dml_bench.reproduction.studies.sdpmetric_timing import (
+    eq8_objective, interior_point_sdpmetric, random_triplets, run_sdpmetric_timing)
 from dml_bench.solvers.sdpmetric import SDPMetric
 
 cp = pytest.importorskip("cvxpy")

@@ -12,8 +12,8 @@ import scipy.spatial
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.svm import SVC
 
-from dml_bench.runner import run_task
-from dml_bench.tasks import prepare_split
+from dml_bench.run.runner import run_task
+from dml_bench.experiment.knn import prepare_split
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.usefixtures("tmp_cache")

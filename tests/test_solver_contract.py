@@ -3,7 +3,7 @@
 Estimator conventions (clone-able, fitted attributes ending in ``_``), a PSD metric with
 ``M = LᵀL``, ``transform`` consistent with the metric, a per-iteration trace with times, and
 results that do not depend on hidden global state (ARPACK keeps its random start across calls: the
-d = 70 data below takes the Lanczos path of ``linalg.top_eigenvector``).
+d = 70 data below takes the Lanczos path of ``top_eigen.top_eigenvector``).
 """
 
 import warnings

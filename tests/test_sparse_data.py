@@ -4,9 +4,9 @@ sparse; a solver gets CSR rows only when it takes them (``accepts_sparse``), den
 import numpy as np
 import scipy.sparse
 
-from dml_bench.config import parse_config
-from dml_bench.runner import run_task
-from dml_bench.tasks import all_tasks, prepare_split
+from dml_bench.experiment.config import parse_config
+from dml_bench.run.runner import run_task
+from dml_bench.experiment.knn import all_tasks, prepare_split
 
 
 def test_dense_and_sparse_solvers_run_on_dexter(mirror, monkeypatch):

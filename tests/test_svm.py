@@ -14,11 +14,11 @@ from sklearn.datasets import load_digits
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-from dml_bench.config import parse_config
+from dml_bench.experiment.config import parse_config
 from dml_bench.evaluate import model_error
-from dml_bench.runner import run_experiment
+from dml_bench.run.runner import run_experiment
 from dml_bench.solvers.svm import SHEN2014_GRID, SVM
-from dml_bench.tasks import plan, split_parts
+from dml_bench.experiment.knn import plan, split_parts
 
 from conftest import papers_dir
 

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import papers_dir
 from dml_bench.papers import non_result_items
-from dml_bench.reproduction import load_targets
+from dml_bench.reproduction.targets import load_targets
 
 TEXTS = {"ying2012": "ying2012_dml_eig_lmnn_eig.txt", "shen2014": "shen2014_frobmetric_dual.txt",
          "shen2010": "shen2010_sdpmetric.txt", "kunapuli2012": "kunapuli2012_mdml_comid.txt",

@@ -9,16 +9,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dml_bench import runner
-from dml_bench.config import ConfigError, parse_config
+from dml_bench.run import runner
+from dml_bench.experiment.config import ConfigError, parse_config
 from dml_bench.datasets import load_dataset
-from dml_bench.execution import failure_row
-from dml_bench.runner import run_experiment
+from dml_bench.run.execution import failure_row
+from dml_bench.run.runner import run_experiment
 from dml_bench.solvers import SOLVERS
 from dml_bench.solvers.base import MetricLearner
 from dml_bench.splits import split_indices, tuning_parts
-from dml_bench.tasks import plan, split_parts
-from dml_bench.tuning import TuningIncomplete, choose, run_tune_task, tune_tasks
+from dml_bench.experiment.knn import plan, split_parts
+from dml_bench.run.tuning import TuningIncomplete, choose, run_tune_task, tune_tasks
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
 

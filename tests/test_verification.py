@@ -1,4 +1,5 @@
-"""LFW restricted-protocol verification (dml_bench.verification): folds, threshold, ROC, driver."""
+"""LFW restricted-protocol verification (dml_bench.experiment.verification): folds, threshold,
+ROC, driver."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from sklearn.metrics import roc_auc_score, roc_curve
 
 from dml_bench.datasets import load_dataset
 from dml_bench.datasets.lfw import lfw_image_name, load_lfw_pairs, load_lfw_sift, save_lfw_sift
-from dml_bench.verification import (
+from dml_bench.experiment.verification import (
     PairFold,
     accuracy,
     best_threshold,
@@ -27,7 +28,7 @@ from dml_bench.verification import (
     restricted_split,
     run_verification,
 )
-from dml_bench.verification import _k_nearest
+from dml_bench.experiment.verification import _k_nearest
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
 

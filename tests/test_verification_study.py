@@ -1,4 +1,5 @@
-"""The face-verification stand-in (dml_bench.verification_study): files, summary statistics, CLI."""
+"""The face-verification stand-in (dml_bench.reproduction.studies.verification_standin): files,
+summary statistics, CLI."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dml_bench.verification_study import main, run_verification_standin, thin_roc
+from dml_bench.reproduction.studies.verification_standin import (main, run_verification_standin,
+                                                                 thin_roc)
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
 

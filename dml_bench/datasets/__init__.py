@@ -1,5 +1,10 @@
 """Benchmark datasets: a registry of specs, and loaders that fetch and verify their files.
 
+The catalogue (:mod:`.catalog`) names every dataset with its files and parser (:mod:`.parsers`,
+the file formats); :mod:`.loader` loads them through :mod:`.files` (cache → mirror → network,
+checked by :mod:`.checksums`), the binary parse cache (:mod:`.bincache`) and the content digests
+of task ids (:mod:`.content`).
+
 >>> from dml_bench.datasets import load_dataset
 >>> X, y, meta = load_dataset("wine")
 >>> X.shape, meta["n_classes"], meta["source"]
@@ -15,6 +20,9 @@ their own small API (:func:`load_lfw_pairs`, :func:`load_lfw_sift`; module ``lfw
 Plug-in datasets (entry points of the group ``dml_bench.datasets``), users' data files
 (``file:<path>?label_column=<column>``: CSV, ARFF, LIBSVM) and OpenML datasets (``openml:<id>``,
 module ``openml_source``) load by the same names (see :mod:`dml_bench.registry`).
+
+The dataset stage: the first after the ground (errors, registries, safe files), before the
+splits, constraints and solvers.
 """
 
 from .catalog import DATASETS

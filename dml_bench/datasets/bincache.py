@@ -15,14 +15,13 @@ checked against the sha256 in its ``.json`` before use; a damaged, foreign or st
 ignored (with a one-line warning, :func:`dml_bench.errors.warn`) and rebuilt, and so is an entry
 whose arrays do not fit the spec's shape (the loader checks every parse, stored or not). A cache
 that cannot be written only costs speed (a warning). Entries are written atomically (temporary
-file, then rename), in ZIP_DEFLATED level 1 (MNIST: ~17 MB, written in well under a second; read
-back in ~0.3 s).
+file, then rename), in ZIP_DEFLATED level 1 (the fastest level to write).
 
 :func:`write_entry` and :func:`read_entry` store and read such a checksummed entry for any set
 of arrays (the constraint cache, :mod:`dml_bench.constraints`, uses them too). An entry holds
 ``.npy`` arrays only, read without pickle: an object array (a pickle) is refused before anything
 in it is read, and so is a member whose header declares more than its bytes hold or more than
-the memory (:func:`dml_bench.resources.oversize`); nothing in an entry can run code.
+the memory (:func:`dml_bench.common.resources.oversize`); nothing in an entry can run code.
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import warn
-from ..resources import npy_header, oversize
+from ..common.resources import npy_header, oversize
 from .files import expected_sha256
 from .spec import DatasetSpec, Parsed
 

@@ -39,8 +39,9 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ..safe_write import write_text
-from .files import resolve_cache_dir, sha256_file
+from ..common.safe_write import write_text
+from .checksums import sha256_file
+from .files import resolve_cache_dir
 
 #: file name of the digest record in the dataset cache
 RECORD = "digests.json"
@@ -178,7 +179,7 @@ def _read_record(cache_dir) -> dict:
 
 
 def _write_record(cache_dir, record: dict) -> None:
-    """Replace the record by a temporary file renamed over it (:func:`~dml_bench.safe_write.
+    """Replace the record by a temporary file renamed over it (:func:`~dml_bench.common.safe_write.
     write_text`: a reader never sees a partial one); a cache that cannot be written only costs
     reading the files again."""
     path = _record_path(cache_dir)

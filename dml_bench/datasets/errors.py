@@ -71,8 +71,8 @@ class DataParseError(DataIntegrityError, ValueError):
 
 class DataTooLarge(DataNotAvailable):
     """A dataset file declares an array larger than the memory available or the declared maximum
-    (:mod:`dml_bench.resources`, ``DMLBENCH_MAX_ARRAY_BYTES``): refused from its header, before
-    anything is allocated.
+    (:mod:`dml_bench.common.resources`, ``DMLBENCH_MAX_ARRAY_BYTES``): refused from its header,
+    before anything is allocated.
 
     A :class:`DataNotAvailable` (the dataset is skipped with this reason), with a one-line message
     naming the file, the array, its declared size and the budget it exceeds.

@@ -4,8 +4,8 @@ The cache (``DMLBENCH_CACHE``, default ``./datasets``) and the mirror (``DMLBENC
 a read-only folder with the same layout) hold files at ``ROOT/<relpath>``. Whatever is read from
 the mirror or downloaded is written into the cache through a temporary file that is renamed into
 place only once its sha256 matches, so the cache never holds a partial or unverified file.
-Files are hashed on every load (most registered files are a few MB; ~10 ms), except where a
-dataset's verified parse is already in the binary cache (``bincache``: MNIST).
+Files are hashed on every load (:mod:`.checksums`), except where a dataset's verified parse is
+already in the binary cache (``bincache``: MNIST).
 
 Two kinds of files differ from the plain case (see :class:`FileSpec`):
 
@@ -26,7 +26,6 @@ file should be), a wrong sha256 or a corrupt compressed stream.
 
 from __future__ import annotations
 
-import bz2
 import hashlib
 import os
 import re
@@ -34,19 +33,18 @@ import shutil
 import tempfile
 import urllib.request
 import zipfile
-import zlib
 from contextlib import contextmanager
 from http.client import HTTPException
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from .checksums import CHUNK, ContentDigest, CorruptStream, content_sha256
 from .errors import DataIntegrityError, DataNotAvailable
 from .spec import DatasetSpec, FileSpec
 
 ENV_CACHE = "DMLBENCH_CACHE"
 ENV_MIRROR = "DMLBENCH_DATA_MIRROR"
 DEFAULT_CACHE = "datasets"
-_CHUNK = 1 << 20
 _SOURCES = ("cache", "mirror", "network")  # in order of preference
 _USER_AGENT = "dml-bench"
 _RECORD_SUFFIX = ".sha256"  # next to an unpinned file: the sha256 of its first cached copy
@@ -182,30 +180,6 @@ def _os_error_message(
     return f"dataset {name!r}: cannot read {path}: {reason}."
 
 
-def sha256_file(path: Path) -> str:
-    """Hex sha256 digest of a file."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def content_sha256(path: Path, compression: str | None = None) -> str:
-    """Hex sha256 of a file's content: its bytes, or its decompressed stream.
-
-    Raises
-    ------
-    CorruptStream
-        ``compression`` is set and the file is not a complete, valid stream of that kind.
-    """
-    digest = ContentDigest(compression)
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def expected_sha256(fspec: FileSpec, cache_dir: Path) -> str | None:
     """The registered sha256, or for an unpinned file the one recorded in the cache (if any)."""
     if fspec.pinned:
@@ -213,52 +187,6 @@ def expected_sha256(fspec: FileSpec, cache_dir: Path) -> str | None:
     record = _record_path(fspec, cache_dir)
     # binary junk in a damaged record becomes a hash that matches nothing: refused as a mismatch
     return record.read_text(errors="replace").strip() if record.is_file() else None
-
-
-class CorruptStream(ValueError):
-    """A compressed file is truncated or not a valid stream."""
-
-
-class ContentDigest:
-    """Incremental sha256 of a file's content, decompressing gzip / bz2 on the fly.
-
-    Multi-member gzip and multi-stream bz2 files are read to their end, as ``gzip`` and ``bz2``
-    do; anything after the last complete member is an error.
-
-    Parameters
-    ----------
-    compression : {"gzip", "bz2"} or None
-    """
-
-    def __init__(self, compression: str | None = None):
-        self.compression = compression
-        self.size = 0  # raw (compressed) bytes seen
-        self._sha = hashlib.sha256()
-        self._decoder = self._new_decoder() if compression else None
-
-    def _new_decoder(self):
-        if self.compression == "gzip":
-            return zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        return bz2.BZ2Decompressor()
-
-    def update(self, chunk: bytes) -> None:
-        self.size += len(chunk)
-        if self._decoder is None:
-            self._sha.update(chunk)
-            return
-        try:
-            while chunk:
-                if self._decoder.eof:  # the next gzip member / bz2 stream
-                    self._decoder = self._new_decoder()
-                self._sha.update(self._decoder.decompress(chunk))
-                chunk = self._decoder.unused_data if self._decoder.eof else b""
-        except (zlib.error, OSError, EOFError, ValueError) as exc:
-            raise CorruptStream(f"not a valid {self.compression} stream ({exc})") from exc
-
-    def hexdigest(self) -> str:
-        if self._decoder is not None and not self._decoder.eof:
-            raise CorruptStream(f"truncated {self.compression} stream (it ends inside a member)")
-        return self._sha.hexdigest()
 
 
 # --------------------------------------------------------------------------- listings
@@ -496,7 +424,7 @@ def _write_verified(
     digest = ContentDigest(compression)
     with _staged(target) as out:
         try:
-            while chunk := src.read(_CHUNK):
+            while chunk := src.read(CHUNK):
                 digest.update(chunk)
                 out.write(chunk)
             got = digest.hexdigest()
@@ -564,7 +492,7 @@ def _install_archive(name: str, fspec: FileSpec, response: BinaryIO, cache_dir: 
     with tempfile.TemporaryDirectory(dir=folder, prefix=".download.") as tmp:
         archive = Path(tmp) / "archive.zip"
         with open(archive, "wb") as out:
-            shutil.copyfileobj(response, out, _CHUNK)
+            shutil.copyfileobj(response, out, CHUNK)
         extracted = Path(tmp) / "members"
         try:
             hashes = _extract_members(archive, fspec.members, extracted, name)
@@ -602,7 +530,7 @@ def _extract_members(archive: Path, pattern: str, dest: Path, name: str = "?") -
             target.parent.mkdir(parents=True, exist_ok=True)
             digest = hashlib.sha256()
             with zf.open(info) as src, open(target, "wb") as out:
-                while chunk := src.read(_CHUNK):
+                while chunk := src.read(CHUNK):
                     digest.update(chunk)
                     out.write(chunk)
             hashes[relpath] = digest.hexdigest()

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from ..errors import DMLBenchError, warn
 from ..registry import describe as _describe
-from ..resources import oversize
+from ..common.resources import oversize
 from . import bincache
 from .catalog import DATASETS
 from . import content
@@ -455,7 +455,7 @@ def frame_arrays(frame: pd.DataFrame, label_column: str, what: str) -> Parsed:
     DataParseError
         ``label_column`` is not a column, a feature column holds text, or no row is complete.
     DataTooLarge
-        The one-hot encoded array would not fit in memory (:func:`dml_bench.resources.oversize`).
+        The one-hot encoded array would not fit in memory (:func:`dml_bench.common.resources.oversize`).
     """
     if label_column not in frame.columns:
         columns = ", ".join(map(str, frame.columns[:20])) + (", ..." if frame.shape[1] > 20 else "")

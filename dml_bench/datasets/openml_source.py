@@ -115,7 +115,7 @@ def openml_suite_datasets(suite: str | int, *, max_datasets: int | None = None,
     via the network.
 
     Each id runs as ``openml:<id>`` (a config's ``{openml_suite: ...}`` entry expands into one
-    ``{openml: <id>}`` entry per id, see :mod:`dml_bench.config`). The sizes are OpenML's
+    ``{openml: <id>}`` entry per id, see :mod:`dml_bench.experiment.config`). The sizes are OpenML's
     qualities ``NumberOfInstances`` and ``NumberOfFeatures`` (the class attribute not counted),
     read in one listing call, so nothing is downloaded; a dataset without them counts as
     infinitely large (listed last, dropped by a size limit).

@@ -3,6 +3,8 @@
 Every ``<paper>.yaml`` file in this package holds one paper's citation and its reported tables
 (the layout is described at the top of ``ying2012.yaml``). A table is addressed as
 ``"<paper>/<table>"``, e.g. ``"ying2012/table4"``; adding a paper or a table means adding YAML only.
+
+Part of the ground stage: configs, reports and claims of the later stages read them.
 """
 
 from __future__ import annotations

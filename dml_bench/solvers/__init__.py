@@ -1,7 +1,17 @@
-"""Solver registry: config names → estimator classes.
+"""The metric learners (scikit-learn estimators), registered by config name.
+
+``SOLVERS`` maps a config's solver names to the estimator classes, each in the module of its
+paper (``dml_eig``, ``lmnn_eig``, ``sdpmetric``, ``boostmetric``, ``frobmetric``, ``xing``,
+``lmnn``, ``itml``, ``mdml``, ``pola``, ``lowrank_sgd`` and its dense comparators
+``lowrank_dense``; ``baselines``, ``euclidean``, ``svm`` and ``elm`` the papers' baselines) on
+the base class of :mod:`.base`. What they share: the constraint algebra and the projections onto
+the PSD cone (:mod:`.linalg`), the Frank–Wolfe vertices (:mod:`.top_eigen`) and the eigen-updates
+(:mod:`.eigen_update`, :mod:`.incremental_eigen`).
 
 ``PLANNED`` lists the methods of the papers' tables that are not implemented yet; configs may name
 them and ``dmlbench run`` reports their tasks as skipped with the reason.
+
+The solver stage: after the datasets, splits and constraints, before the evaluation.
 """
 
 from ..registry import Registry, check_solver
@@ -15,8 +25,8 @@ from .frobmetric import FrobMetric, solve_frobenius_sdp
 from .itml import ITML
 from .lmnn import LMNN
 from .lmnn_eig import LMNNEig
-from .lowrank_sgd import (LowRankFW, LowRankGD, LowRankSGD, LowRankSGDBatch, LowRankSGDOne,
-                          SGDIncSVD)
+from .lowrank_dense import LowRankFW, LowRankGD, LowRankSGD, LowRankSGDBatch, LowRankSGDOne
+from .lowrank_sgd import SGDIncSVD
 from .mdml import MDML
 from .pola import POLA
 from .sdpmetric import SDPMetric

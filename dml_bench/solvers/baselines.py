@@ -29,7 +29,7 @@ from sklearn.utils import check_random_state
 
 from .base import MetricLearner
 from .linalg import (PairOuterSum, check_square_memory, components_from_psd, eigh_all,
-                     pair_quadratic_forms)
+                     pair_quadratic_forms, project_psd)
 
 
 def _set_linear_map(est, L, objective=float("nan"), n_iter=0, converged=True, trace=None,
@@ -56,7 +56,7 @@ class NCA(MetricLearner):
     Parameters other than ``memory_limit_gb`` are passed to
     ``sklearn.neighbors.NeighborhoodComponentsAnalysis`` unchanged (defaults are scikit-learn's).
     Each of its L-BFGS steps holds about four n×n float64 arrays (squared distances, softmax
-    probabilities and their weighted copies; peak measured at 4.1): ``fit`` refuses with ``MemoryError`` before starting
+    probabilities and their weighted copies): ``fit`` refuses with ``MemoryError`` before starting
     when they do not fit (Shen et al. 2014's NCA gave no result on their larger sets for this).
 
     Parameters
@@ -96,7 +96,8 @@ class NCA(MetricLearner):
 
     constraint_kind = "labels"
     optimality_measure = "projected_gradient_norm"
-    #: n×n float64 arrays alive at once in scikit-learn's loss and gradient (4.1 measured)
+    #: n×n float64 arrays counted for scikit-learn's loss and gradient: the about four alive at
+    #: once at its peak, rounded up
     _n_pairwise = 5
 
     def __init__(self, n_components=None, init="auto", max_iter=50, tol=1e-5, random_state=None,
@@ -514,7 +515,7 @@ class LDML(MetricLearner):
                 M_new = M + step * GM
                 b_new = b + step * Gb
                 if self.psd:
-                    M_new = _project_psd(M_new)
+                    M_new = project_psd(M_new, positive_only=True)[0]
                 f_new, p_new = ldml_loglik(Xs, pairs, t, M_new, b_new)
                 moved = (np.sum((M_new - M) ** 2) + (b_new - b) ** 2) / step
                 if f_new / N >= f / N + 0.5 * moved or step < 1e-16:
@@ -555,15 +556,9 @@ def ldml_gradient(outer_sum, t, p) -> tuple[np.ndarray, float]:
     return outer_sum(p - t), float(np.sum(t - p))
 
 
-def _project_psd(M: np.ndarray) -> np.ndarray:
-    lam, U = eigh_all((M + M.T) / 2)
-    pos = lam > 0
-    return (U[:, pos] * lam[pos]) @ U[:, pos].T
-
-
 def _gradient_mapping_norm(M, b, GM, Gb, psd) -> float:
     """``‖(M, b) − Π((M, b) + ∇)‖`` (the gradient norm when unconstrained)."""
     if not psd:
         return float(np.sqrt(np.sum(GM ** 2) + Gb ** 2))
-    return float(np.sqrt(np.sum((_project_psd(M + GM) - M) ** 2) + Gb ** 2))
+    return float(np.sqrt(np.sum((project_psd(M + GM, positive_only=True)[0] - M) ** 2) + Gb ** 2))
 

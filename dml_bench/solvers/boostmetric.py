@@ -45,7 +45,8 @@ from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 
 from .base import MetricLearner
-from .linalg import PairOuterSum, components_from_psd, leading_eigenvector, triplet_pairs
+from .linalg import PairOuterSum, components_from_psd, triplet_pairs
+from .top_eigen import leading_eigenvector
 
 UPDATES = ("stagewise", "totally_corrective")
 
@@ -148,7 +149,6 @@ class BoostMetric(MetricLearner):
             raise ValueError("BoostMetric needs at least one triplet")
         n_trip, d = len(triplets), X.shape[1]
         pairs, target, impostor = triplet_pairs(triplets)  # a_r = ±d_impostor, b_r = ±d_target
-        n_pairs = len(pairs)
         outer_sum = PairOuterSum(X, pairs)  # c ↦ Σ_p c_p d_p d_pᵀ
         nu = float(self.v)
         totally_corrective = self.update == "totally_corrective"
@@ -158,16 +158,7 @@ class BoostMetric(MetricLearner):
         trace = {k: [] for k in ("objective", "lambda_max", "gap", "weight", "time")}
 
         def base_learner(rho):
-            """At margins ρ: log Σ exp(−ρ), u, the top eigenvector v of Â = Σ u_r A_r (step 2),
-            H_r = ⟨A_r, v vᵀ⟩ and λ_max(Â)."""
-            lse = logsumexp(-rho)
-            u = np.exp(-rho - lse)  # u_r ∝ exp(−ρ_r) = step 5's product of exp(−w_j H_rj)
-            c = np.bincount(impostor, u, n_pairs) - np.bincount(target, u, n_pairs)
-            vec = leading_eigenvector(outer_sum(c))
-            z = X @ vec
-            p = (z[pairs[:, 0]] - z[pairs[:, 1]]) ** 2  # (d_p·v)² for every distinct pair
-            H = p[impostor] - p[target]  # H_rt = ⟨A_r, v vᵀ⟩ = (a_r·v)² − (b_r·v)²
-            return lse, u, vec, H, float(u @ H)  # vᵀ Â v = λ_max(Â)
+            return _base_learner(X, pairs, target, impostor, outer_sum, rho)
 
         lam_1, converged, unbounded = None, False, False
         for t in range(1, int(self.max_iter) + 1):
@@ -224,6 +215,21 @@ class BoostMetric(MetricLearner):
         self.unbounded_ = unbounded
         self.optimality_ = float(optimality)
         self.trace_ = {k: np.asarray(vals, dtype=float) for k, vals in trace.items()}
+
+
+def _base_learner(X, pairs, target, impostor, outer_sum, rho):
+    """At margins ρ: log Σ exp(−ρ), u, the top eigenvector v of Â = Σ u_r A_r (step 2),
+    H_r = ⟨A_r, v vᵀ⟩ and λ_max(Â), for the triplets' distinct ``pairs`` (their ``target`` and
+    ``impostor`` pair of each triplet) and ``outer_sum`` = ``PairOuterSum(X, pairs)``."""
+    n_pairs = len(pairs)
+    lse = logsumexp(-rho)
+    u = np.exp(-rho - lse)  # u_r ∝ exp(−ρ_r) = step 5's product of exp(−w_j H_rj)
+    c = np.bincount(impostor, u, n_pairs) - np.bincount(target, u, n_pairs)
+    vec = leading_eigenvector(outer_sum(c))
+    z = X @ vec
+    p = (z[pairs[:, 0]] - z[pairs[:, 1]]) ** 2  # (d_p·v)² for every distinct pair
+    H = p[impostor] - p[target]  # H_rt = ⟨A_r, v vᵀ⟩ = (a_r·v)² − (b_r·v)²
+    return lse, u, vec, H, float(u @ H)  # vᵀ Â v = λ_max(Â)
 
 
 def _line_search(rho, H, nu):

@@ -9,8 +9,8 @@ The loop is Table 1 on the entropy-smoothed ``f_μ(S) = −μ ln Σ_τ exp(−q_
 ``q_τ = z̃_τᵀ S z̃_τ``. No d×d matrix is built per pair and S itself is never formed inside the
 loop: ``q ← (1 − α) q + α (Z̃ v)²`` is one pass over the |D|×d matrix Z̃, the Frank-Wolfe vertex
 ``v vᵀ`` is the top eigenvector of ``∇f_μ = Z̃ᵀ diag(w) Z̃`` (``w`` = softmax(−q/μ)), computed on
-the rows whose weight is not negligible (:class:`linalg.GramTopEigenvector`), and the duality gap
-``λ_max(∇f_μ) − ⟨∇f_μ, S⟩ = vᵀ∇f_μ v − wᵀq`` costs nothing extra. S is kept as its rank-one
+the rows whose weight is not negligible (:class:`top_eigen.GramTopEigenvector`), and the duality
+gap ``λ_max(∇f_μ) − ⟨∇f_μ, S⟩ = vᵀ∇f_μ v − wᵀq`` costs nothing extra. S is kept as its rank-one
 terms, and M's factor comes from them at the end (:func:`iterate_metric`).
 """
 
@@ -26,9 +26,9 @@ from sklearn.exceptions import ConvergenceWarning
 from .base import MetricLearner
 from numba import njit, objmode
 
-from .linalg import (JIT_OPTIONS, GramTopEigenvector, compiled_gram_top_eigenvector,
-                     components_from_psd, pair_differences, pair_sq_distances,
+from .linalg import (JIT_OPTIONS, components_from_psd, pair_differences, pair_sq_distances,
                      weighted_outer_sum)
+from .top_eigen import GramTopEigenvector, compiled_gram_top_eigenvector
 
 STOPPING_RULES = ("gap", "objective")
 #: the columns of the per-iteration trace (``trace_``)
@@ -61,10 +61,9 @@ class DMLEig(MetricLearner):
         the units in which §5 sets μ = 1e-4: q ≈ 1/|S|, so μ is a soft minimum on large sets.
         ``"unit_mean"`` rescales the whitened differences so the mean ``q_τ`` is 1 at S = I/d,
         making μ = 1e-4 a near-hard minimum, whose curvature 1/μ the Frank-Wolfe steps cannot
-        follow: on the seven smaller sets of Ying & Li's Table 4 its 10³-th iterate has a median
-        relative duality gap of 0.18 (segment) to 24 (faces), against 4e-4 (waveform) to 0.29
-        (faces) with ``"none"`` (``benchmarks/protocol_sweep.py``). ``"unit_mean"`` is 10–18×
-        faster on large sets (fewer pairs carry weight).
+        follow: within §5's 10³ iterations its duality gap stays far larger than with
+        ``"none"``. Its iterations are cheaper on large sets, where fewer pairs carry a weight
+        above ``weight_threshold``.
     weight_threshold : float, default=1e-12
         Pairs whose softmax weight is below ``weight_threshold · max(w)`` are left out of the
         gradient; their total contribution to ``∇f_μ`` is below ``|D| · weight_threshold``
@@ -73,7 +72,7 @@ class DMLEig(MetricLearner):
         ``S_1 = I/d``.
 
     float32 input (``preserves_float32``; the ``dtype: float32`` preprocessing option) keeps the
-    whitened differences Z in single precision: for ``d > linalg.COMPILED_GRAM_MAX_DIM`` the
+    whitened differences Z in single precision: for ``d > top_eigen.COMPILED_GRAM_MAX_DIM`` the
     per-iteration passes over the pairs (the gradient GEMM and ``p = (Z v)²``) run in float32
     (below it, the compiled passes read float32 and sum in float64), while the whitening, the d×d
     eigenproblem, q, the softmax weights and the iterate stay in float64.
@@ -170,8 +169,8 @@ def _frank_wolfe(vertex, q, mu, tol, max_iter, objective_rule, start, vecs, alph
     Returns ``(n_traced, n_steps, converged, f_μ, gap)``: the trace rows and steps written, and
     ``f_μ`` and the duality gap at the returned iterate (one step past the last traced one when
     the loop ends at ``max_iter``). :func:`_compiled_frank_wolfe` is the same loop compiled, for
-    the compiled branch of :class:`linalg.GramTopEigenvector`, where the per-iteration work is a
-    few microseconds and calls from Python would cost more than it (pima: 3× faster).
+    the compiled branch of :class:`top_eigen.GramTopEigenvector`, where the per-iteration work is a
+    few microseconds and a return to Python per iteration would cost more than the work.
     """
     f_prev = np.inf
     for t in range(1, max_iter + 1):
@@ -292,8 +291,7 @@ def whiten(X, similar, pairs, ridge, ridge_mode, scale):
 
 
 #: :func:`iterate_metric` factors the iterate's k weighted rows when k < this fraction of d, and
-#: assembles and decomposes the d×d iterate otherwise: the crossover measured by
-#: ``benchmarks/bench_eigh_drivers.py --part factor`` (``results/bench/iterate_factor.csv``)
+#: assembles and decomposes the d×d iterate otherwise, the cheaper of the two for many rows
 FACTOR_MAX_STEPS_FRACTION = 0.6
 
 

@@ -32,8 +32,7 @@ Given ``A = V diag(λ) Vᵀ`` (λ ascending, V orthonormal) the eigendecompositi
 
 Steps 1–3 are scalar loops compiled with numba (``cache=True``: compiled once per machine), so an
 update has no per-call interpreter overhead beyond one dispatch; MDML calls
-:func:`_rank_one_update` from its own compiled loop over the pairs (``benchmarks/bench_eigen_update.py``
-times it against ``numpy.linalg.eigh``).
+:func:`_rank_one_update` from its own compiled loop over the pairs.
 
 References
 ----------

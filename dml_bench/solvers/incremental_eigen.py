@@ -32,8 +32,7 @@ from scipy.linalg import lapack
 
 from .linalg import eigh_all
 
-#: block size of the compact WY Householder QR (geqrt); 16 and 64 were not consistently faster
-#: at d = 256 and 784 (one thread)
+#: block size of the compact WY Householder QR (geqrt)
 _QR_BLOCK = 32
 
 

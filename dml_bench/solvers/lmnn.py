@@ -46,7 +46,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ..evaluate import knn_error
 from ..splits import train_test_split_indices
 from .base import MetricLearner
-from .linalg import PairOuterSum, components_from_psd, eigh_all, pair_sq_distances
+from .linalg import PairOuterSum, components_from_psd, pair_sq_distances, project_psd
 
 IMPOSTOR_MODES = ("recompute", "given")
 SOLVERS = ("L", "M")
@@ -190,26 +190,7 @@ class LMNN(MetricLearner):
         start = time.perf_counter()
         d = X.shape[1]
         recompute = self.impostors == "recompute"
-        if recompute and y is None:
-            raise ValueError("impostors='recompute' needs the labels y")
-        T = np.asarray(constraints.triplets, dtype=np.intp).reshape(-1, 3)
-        X, y, T, held_out = self._hold_out(X, y, T)
-        if len(T) == 0:
-            raise ValueError("LMNN needs at least one triplet (target neighbours)")
-        mu = self.mu
-        targets, t_of = np.unique(T[:, :2], axis=0, return_inverse=True)
-        t_of = t_of.ravel()
-        if recompute:
-            order = np.argsort(targets[:, 0], kind="stable")
-            targets, t_of = targets[order], np.argsort(order)[t_of]
-            prob = _Problem(X, targets, mu, self.margin)
-            prob.set_impostors(*_search_impostors(X, y, targets, np.eye(d), self.margin,
-                                                  self.chunk_size))
-        else:
-            imp, i_of = np.unique(T[:, [0, 2]], axis=0, return_inverse=True)
-            prob = _Problem(X, targets, mu, self.margin)
-            prob.set_triplets(imp, t_of, i_of.ravel())
-
+        X, y, targets, prob, held_out = self._problem(X, y, constraints)
         L = np.eye(d)
         M = np.eye(d)
         smooth = self.margin if self.solver == "M" else 0.0
@@ -223,8 +204,7 @@ class LMNN(MetricLearner):
             self._finish(L, loss, 1, True, np.nan, int(state[2].sum()), trace, start)
             return
         checks_since_best = 0
-        G = prob.gradient(state)
-        grad = 2 * L @ G if self.solver == "L" else G
+        G, grad = self._gradients(prob, state, L)
         x_norm = np.linalg.norm(L if self.solver == "L" else M)
         alpha = (self.step_size if self.step_size is not None
                  else 0.1 * x_norm / max(np.linalg.norm(grad), np.finfo(float).tiny))
@@ -237,21 +217,19 @@ class LMNN(MetricLearner):
                 prob.set_impostors(*_search_impostors(X, y, targets, L, self.margin,
                                                       self.chunk_size))
                 loss, state = prob.loss(L, smooth)
-                G = prob.gradient(state)
-                grad = 2 * L @ G if self.solver == "L" else G
+                G, grad = self._gradients(prob, state, L)
                 accepted = [loss]
             if self.solver == "L":
                 L_new = L - alpha * grad
                 M_new = None
             else:
-                M_new, L_new = _project_psd(M - alpha * G)
+                M_new, L_new = _projected(M - alpha * G)
             loss_new, state_new = prob.loss(L_new, smooth)
             if loss_new <= loss:
                 L, loss, state = L_new, loss_new, state_new
                 if M_new is not None:
                     M = M_new
-                G = prob.gradient(state)
-                grad = 2 * L @ G if self.solver == "L" else G
+                G, grad = self._gradients(prob, state, L)
                 alpha *= self.step_growth
                 accepted.append(loss)
             else:
@@ -275,8 +253,7 @@ class LMNN(MetricLearner):
                 if smooth > smooth_min:  # continuation: sharpen the smoothed hinge
                     smooth = max(smooth * 0.1, smooth_min)
                     loss, state = prob.loss(L, smooth)
-                    G = prob.gradient(state)
-                    grad = G
+                    G, grad = self._gradients(prob, state, L)  # solver "M": grad is G
                     accepted = [loss]
                     alpha = max(alpha, 1e3 * alpha_min)
                     continue
@@ -289,8 +266,7 @@ class LMNN(MetricLearner):
                 loss_new, state = prob.loss(L, smooth)
                 changed = abs(loss_new - loss) > self.tol * abs(loss)
                 loss = loss_new
-                G = prob.gradient(state)
-                grad = 2 * L @ G if self.solver == "L" else G
+                G, grad = self._gradients(prob, state, L)
                 accepted = [loss]
                 if stalled or not changed:
                     converged = True
@@ -298,6 +274,50 @@ class LMNN(MetricLearner):
         if not converged:
             warnings.warn(f"LMNN did not converge in {self.max_iter} iterations "
                           f"(loss {loss:.6g})", ConvergenceWarning)
+        L = self._keep_best(X, y, held_out, L, it, best)
+        if recompute:  # the loss over all impostors at the returned L
+            prob.set_impostors(*_search_impostors(X, y, targets, L, self.margin, self.chunk_size))
+        loss, state = prob.loss(L)  # the exact (unsmoothed) ε
+        self._finish(L, loss, it, converged, change, int(state[2].sum()), trace, start)
+
+    def _problem(self, X, y, constraints):
+        """The training data without the validation part, and the loss over its triplets.
+
+        Returns ``(X, y, targets, prob, held_out)``: the distinct target pairs (sorted by anchor
+        with ``impostors="recompute"``, whose impostors are searched at L = I), the
+        :class:`_Problem` and ``held_out`` of :meth:`_hold_out`.
+        """
+        recompute = self.impostors == "recompute"
+        if recompute and y is None:
+            raise ValueError("impostors='recompute' needs the labels y")
+        T = np.asarray(constraints.triplets, dtype=np.intp).reshape(-1, 3)
+        X, y, T, held_out = self._hold_out(X, y, T)
+        if len(T) == 0:
+            raise ValueError("LMNN needs at least one triplet (target neighbours)")
+        targets, t_of = np.unique(T[:, :2], axis=0, return_inverse=True)
+        t_of = t_of.ravel()
+        if recompute:
+            order = np.argsort(targets[:, 0], kind="stable")
+            targets, t_of = targets[order], np.argsort(order)[t_of]
+            prob = _Problem(X, targets, self.mu, self.margin)
+            prob.set_impostors(*_search_impostors(X, y, targets, np.eye(X.shape[1]), self.margin,
+                                                  self.chunk_size))
+        else:
+            imp, i_of = np.unique(T[:, [0, 2]], axis=0, return_inverse=True)
+            prob = _Problem(X, targets, self.mu, self.margin)
+            prob.set_triplets(imp, t_of, i_of.ravel())
+        return X, y, targets, prob, held_out
+
+    def _gradients(self, prob, state, L):
+        """``(G, grad)``: the gradient G of the loss in M at ``state``, and the step's direction,
+        ``∇_L ε = 2 L G`` (``solver="L"``) or G."""
+        G = prob.gradient(state)
+        return G, (2 * L @ G if self.solver == "L" else G)
+
+    def _keep_best(self, X, y, held_out, L, it, best):
+        """The L returned: with a validation part, the iterate of least validation error (the
+        last L included, ties to the later), recorded in ``validation_error_`` and
+        ``best_iter_``; else L itself, after ``it`` iterations."""
         if held_out is not None:
             val_err = knn_error(X @ L.T, y, held_out[0] @ L.T, held_out[1])
             if val_err <= best[0]:
@@ -305,10 +325,7 @@ class LMNN(MetricLearner):
             L = best[1]
         self.validation_error_ = None if held_out is None else float(best[0])
         self.best_iter_ = int(best[2]) if held_out is not None else int(it)
-        if recompute:  # the loss over all impostors at the returned L
-            prob.set_impostors(*_search_impostors(X, y, targets, L, self.margin, self.chunk_size))
-        loss, state = prob.loss(L)  # the exact (unsmoothed) ε
-        self._finish(L, loss, it, converged, change, int(state[2].sum()), trace, start)
+        return L
 
     def _hold_out(self, X, y, T):
         """Remove the validation part (``validation``) from the data and the triplets.
@@ -397,12 +414,10 @@ class _Problem:
         return self.outer_sum(w)
 
 
-def _project_psd(S):
+def _projected(S):
     """``Π_{⪰0}(S)`` and a factor L with ``Π(S) = LᵀL`` from one eigendecomposition."""
-    lam, U = eigh_all((S + S.T) / 2)
-    lam = np.clip(lam, 0.0, None)
-    L = (np.sqrt(lam) * U).T
-    return (U * lam) @ U.T, L
+    P, lam, U = project_psd(S)
+    return P, (np.sqrt(lam) * U).T
 
 
 def _search_impostors(X, y, targets, L, margin, chunk_size):
@@ -434,7 +449,7 @@ def _search_impostors(X, y, targets, L, margin, chunk_size):
         for s in range(0, len(anchors), step):
             a = anchors[s:s + step]
             # ‖z_a − z_l‖² < bound_a  ⇔  z_aᵀz_l − ½‖z_l‖² > ½(‖z_a‖² − bound_a): one float32 GEMM
-            # (2× faster than float64) and one in-place pass over the chunk; the slack covers
+            # (half the bytes of float64) and one in-place pass over the chunk; the slack covers
             # float32 round-off, and a candidate whose exact distance is beyond reach only adds
             # inactive triplets
             G = Z32[a] @ Zo.T

@@ -22,7 +22,7 @@ whitened differences ``a_τ = L⁻¹(x_i − x_k)``, ``b_τ = L⁻¹(x_i − x_j
 The loop is Table 2 on the entropy-smoothed ``f_μ(S, ξ) = −μ ln Σ_τ exp(−(⟨C̃_τ, S⟩ + ξ_τ)/μ)``
 (§3.2), whose gradient is ``(Σ_τ w_τ C̃_τ, w)`` with ``w = softmax(−(⟨C̃_τ, S⟩ + ξ_τ)/μ)``. The
 Frank-Wolfe vertex solves the linear programme Eq. (24): with v the top eigenvector of
-``Σ_τ w_τ C̃_τ = Aᵀ diag(w) A − Bᵀ diag(w) B`` (one :class:`linalg.GramTopEigenvector` call on
+``Σ_τ w_τ C̃_τ = Aᵀ diag(w) A − Bᵀ diag(w) B`` (one :class:`top_eigen.GramTopEigenvector` call on
 the distinct difference rows with signed weights) and ``τ* = argmax w``, it is ``(v vᵀ/γ, 0)`` when
 ``λ_max/γ ≥ w_{τ*}/(1 − γ)``, otherwise ``(0, e_{τ*}/(1 − γ))``; the step is ``α_t = 2/(t + 1)``.
 No d×d matrix is built per triplet and S is never formed inside the loop: the margins
@@ -43,7 +43,8 @@ from sklearn.exceptions import ConvergenceWarning
 from .base import MetricLearner
 from .dml_eig import (_smoothed_min_into, check_frank_wolfe_params, iterate_metric,
                       needs_similar_pairs, whiten)
-from .linalg import JIT_OPTIONS, GramTopEigenvector, pair_sq_distances, triplet_pairs
+from .linalg import JIT_OPTIONS, pair_sq_distances, triplet_pairs
+from .top_eigen import GramTopEigenvector
 
 
 class LMNNEig(MetricLearner):

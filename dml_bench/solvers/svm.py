@@ -10,9 +10,7 @@ The multi-class SVM is libsvm's one-vs-one scheme (Chang & Lin 2011, §7), run h
 each pair of classes is libsvm's own binary problem, fitted on its Gram matrix
 (``kernel="precomputed"``) assembled from class blocks computed by GEMM, instead of libsvm's kernel
 evaluations one at a time, and all pairs' decision values for new points come from one GEMM
-against the support vectors. Same problems, same SMO, same votes. On an MNIST pair (11 436 points,
-164 features, one BLAS thread) a fit takes 2.5–10.0 s instead of 5.2–69.5 s at the grid's corners
-(``benchmarks/bench_svm.py``).
+against the support vectors. Same problems, same SMO, same votes.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import shutil
 
 import pandas as pd
 
-from dml_bench.results import ERROR_COLUMNS, RUN_COLUMNS, TUNE_COLUMNS
+from dml_bench.run.results import ERROR_COLUMNS, RUN_COLUMNS, TUNE_COLUMNS
 
 from . import NAME, Case, changed
 

@@ -22,8 +22,8 @@ from click.testing import CliRunner
 from filelock import FileLock
 
 from dml_bench.cli import main
-from dml_bench.config import load_config
-from dml_bench.tasks import all_tasks
+from dml_bench.experiment.config import load_config
+from dml_bench.experiment.knn import all_tasks
 
 from . import NAME, Case, changed
 

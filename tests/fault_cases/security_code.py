@@ -25,7 +25,7 @@ import numpy as np
 import yaml
 from click.testing import CliRunner
 
-from dml_bench import tasks
+from dml_bench.experiment import knn as tasks
 from dml_bench.cli import main
 from dml_bench.datasets import DATASETS
 from dml_bench.solvers import SOLVERS

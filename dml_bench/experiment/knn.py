@@ -1,0 +1,259 @@
+"""A k-NN task and its data: the split, preprocessing and constraints of one (dataset, split).
+
+A task is one (dataset, split, solver) of an experiment (:class:`Task`, :func:`plan`). Its
+data flow up to the fit: dataset (+ subsample) → split → preprocessing fitted on the training
+part → constraints from the training part only (:func:`prepare_split`), then the solver fit
+(:func:`fit_task_solver`). Seeds derive from (experiment seed, dataset, split) only, so results
+do not depend on ``n_jobs`` or task order. Used by the runner (:mod:`dml_bench.run.runner`), the
+tuning fits (:mod:`dml_bench.run.tuning`) and the benchmarks.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import scipy.sparse
+
+from ..constraints import generate as generate_constraints
+from ..splits import derive_seed, split_indices, subsample_indices, tuning_parts
+from .config import DatasetEntry, Experiment, SolverEntry
+
+
+@dataclass(frozen=True)
+class Task:
+    """Everything one worker needs; hashable so prepared splits can be cached per worker."""
+
+    experiment: str
+    dataset: DatasetEntry
+    split: int
+    solver: SolverEntry
+    seed: int
+    train_fraction: float
+    stratify: bool
+    generator: str
+    generator_params: tuple
+    knn_k: int
+    tie_break: str
+    mirror: str | None
+    cache_dir: str | None
+    validation_fraction: float = 0.0
+    predefined: bool = False
+    save_traces: bool = False  # return the solver's per-iteration trace_ (not part of task_id)
+    # filled in from tuning.csv once the task's ``tune:`` fits are done (not part of task_id)
+    tuned: tuple = ()
+    tuning_error: float | None = None
+    tuning_time: float | None = None
+
+    @functools.cached_property
+    def data_digest(self) -> str | None:
+        """sha256 of the task's data when its name does not fix it: a user's file, OpenML data,
+        a plug-in's arrays (None for the catalogue's datasets; see
+        :func:`~dml_bench.datasets.loader.dataset_digest`). Computed once per task object and
+        pickled with it, so a worker reports the id under which the run planned and claimed the
+        task."""
+        from ..datasets.loader import dataset_digest
+
+        return dataset_digest(self.dataset.name, mirror=self.mirror, cache_dir=self.cache_dir)
+
+    @property
+    def task_id(self) -> str:
+        """Hash of every setting that changes the task's result (not paths or n_jobs).
+
+        The solver enters with all its effective parameters (defaults included), so changing a
+        default recomputes the tasks that relied on it; a ``tune:`` block enters as given (the
+        values it chooses follow from it). Data whose name does not fix it enters by its content
+        (:attr:`data_digest`), so a file changed in place makes new tasks; the ids of tasks on
+        the catalogue's datasets carry no digest.
+        """
+        solver = {"name": self.solver.name, "label": self.solver.label,
+                  "params": self.solver_params(tuned=False)}
+        if self.solver.tune:
+            solver["tune"] = self.solver.tune.to_dict()
+        dataset = {**asdict(self.dataset), "preprocessing": self.dataset.preprocessing.to_dict()}
+        if dataset["solvers"] is None:  # keep the ids of configs without the restriction
+            del dataset["solvers"]
+        key = {"dataset": dataset, "split": self.split, "solver": solver,
+               "seed": self.seed, "train_fraction": self.train_fraction,
+               "validation_fraction": self.validation_fraction,
+               **({"predefined": True} if self.predefined else {}),
+               "stratify": self.stratify, "generator": self.generator,
+               "generator_params": self.generator_params, "knn_k": self.knn_k,
+               "tie_break": self.tie_break}
+        digest = self.data_digest
+        if digest is not None:
+            key["data_sha256"] = digest
+        return hashlib.sha1(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def solver_params(self, tuned: bool = True) -> dict:
+        """The solver's parameters as it runs: tuned and config values over the defaults."""
+        from ..solvers import SOLVERS
+
+        params = {**self.solver.params, **dict(self.tuned)} if tuned else dict(self.solver.params)
+        if self.solver.name not in SOLVERS:  # a planned solver: only the config's values exist
+            return params
+        return SOLVERS[self.solver.name](**params).get_params()
+
+
+def all_tasks(exp: Experiment, mirror: str | None = None, cache_dir: str | None = None):
+    """Every (dataset, split, solver) task of ``exp``, runnable or not."""
+    for entry in exp.datasets:
+        for solver in exp.solvers:
+            if entry.solvers and solver.label not in entry.solvers:
+                continue  # the dataset entry restricts its solvers
+            for split in range(entry.n_splits or exp.n_splits):
+                yield Task(exp.name, entry, split, solver, exp.seed, exp.train_fraction,
+                           exp.stratify, exp.generator, tuple(sorted(exp.generator_params.items())),
+                           exp.knn_k, exp.tie_break, mirror, cache_dir, exp.validation_fraction,
+                           exp.predefined, exp.save_traces)
+
+
+def plan(exp: Experiment, mirror: str | None = None, cache_dir: str | None = None,
+         check_data: Callable[[str], str | None] | None = None) -> tuple[list[Task], list]:
+    """All tasks of ``exp`` and the (dataset, solver, reason) combinations that cannot run.
+
+    ``check_data(name)`` returns a reason when a dataset cannot be loaded (default: try to load it,
+    fetching into the cache if needed).
+    """
+    from ..solvers import PLANNED
+
+    check_data = check_data or functools.partial(_data_problem, mirror=mirror, cache_dir=cache_dir)
+    problems = {entry.name: check_data(entry.name) for entry in exp.datasets}
+    tasks, skipped = [], {}
+    for task in all_tasks(exp, mirror, cache_dir):
+        reason = problems[task.dataset.name] or PLANNED.get(task.solver.name)
+        if reason:
+            skipped.setdefault((task.dataset.label, task.solver.label), reason)
+        else:
+            tasks.append(task)
+    return tasks, [(d, s, reason) for (d, s), reason in skipped.items()]
+
+
+def _data_problem(name: str, mirror, cache_dir) -> str | None:
+    """Why the dataset ``name`` cannot be loaded (``data not available: …``), or None.
+
+    A fault of the data is a reason, not an error of the run: the loaders' own
+    (:class:`~dml_bench.datasets.DataNotAvailable`), a file that cannot be read (an
+    ``OSError``: no permission, a folder in place of a file) and content that cannot be read as
+    data (``ValueError``, ``EOFError``, ``MemoryError``, named by their type), so that the run
+    skips the dataset and goes on. Other exceptions are bugs and propagate.
+    """
+    from ..datasets import DataNotAvailable, load_dataset
+    from ..registry import describe
+
+    try:
+        load_dataset(name, mirror=mirror, cache_dir=cache_dir)
+    except DataNotAvailable as exc:
+        return f"data not available: {exc}"
+    except OSError as exc:
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        return f"data not available: dataset {name!r}: {where}{exc.strerror or describe(exc)}"
+    except (ValueError, EOFError, MemoryError) as exc:  # content that is not data
+        return f"data not available: dataset {name!r}: {describe(exc)}"
+    return None
+
+
+def prepare_split(task: Task, fold: tuple | None = None):
+    """Preprocessed fit/evaluation parts and the constraints of the task's (dataset, split).
+
+    Without ``fold``: the outer training and test parts. With a tuning ``fold``
+    (:func:`splits.tuning_parts`): that fold's fit and held-out parts, both inside the outer
+    training (or validation) part. Preprocessing and constraints are fitted on the fit part only.
+
+    Returns ``(X_fit, y_fit, X_eval, y_eval, constraints, constraint_time, split_seed)``;
+    cached per worker, so every solver of the same (dataset, split, fold) reuses them, and the
+    constraints also on disk in the datasets' cache (``<cache>/constraints``, see
+    :func:`~dml_bench.constraints.generate`), so a new worker or run loads them. Sparse
+    data (DEXTER) stay sparse through the preprocessing and the neighbour search; the two X
+    parts are returned dense unless the task's solver takes CSR input (``accepts_sparse``).
+    """
+    X_fit, y_fit, X_eval, y_eval, *rest = _prepare_split(
+        task.dataset, task.split, task.seed, task.train_fraction, task.validation_fraction,
+        task.stratify, task.predefined, task.generator, task.generator_params, task.mirror,
+        task.cache_dir, fold, task.data_digest)
+    if scipy.sparse.issparse(X_fit) and not _accepts_sparse(task.solver.name):
+        X_fit, X_eval = X_fit.toarray(), X_eval.toarray()
+    return X_fit, y_fit, X_eval, y_eval, *rest
+
+
+def _accepts_sparse(solver: str) -> bool:
+    from ..solvers import SOLVERS
+
+    return getattr(SOLVERS.get(solver), "accepts_sparse", False)  # a planned solver: dense
+
+
+def split_parts(task: Task) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Indices ``(train, validation, test, split_seed)`` of the task's outer split."""
+    _, y, meta = _load(task.dataset, task.seed, task.mirror, task.cache_dir, task.data_digest)
+    split_seed = derive_seed(task.seed, task.dataset.name, task.split)
+    return (*_outer_split(y, meta, task.dataset.name, split_seed, task.train_fraction,
+                          task.validation_fraction, task.stratify, task.predefined), split_seed)
+
+
+def _outer_split(y, meta, name, split_seed, train_fraction, validation_fraction, stratify,
+                 predefined):
+    """``(train, validation, test)`` indices: random (:func:`split_indices`), or the dataset's
+    own train/test parts (``split.predefined``: e.g. optdigits' 3823/1797)."""
+    if not predefined:
+        return split_indices(y, train_fraction, split_seed, stratify, validation_fraction)
+    parts = meta.get("parts")
+    if not parts or set(parts) != {"train", "test"}:
+        raise ValueError(f"split.predefined: dataset {name!r} has no predefined train/test "
+                         "parts (datasets with them: see `dmlbench datasets`)")
+    n_train = parts["train"]
+    return np.arange(n_train), np.arange(0), np.arange(n_train, len(y))
+
+
+@functools.lru_cache(maxsize=2)
+def _load(entry, seed, mirror, cache_dir, digest=None):
+    """The entry's data (subsampled); ``digest`` (:attr:`Task.data_digest`) keys the cache only,
+    so that a file changed in place is loaded again."""
+    from ..datasets import load_dataset
+
+    X, y, meta = load_dataset(entry.name, mirror=mirror, cache_dir=cache_dir)
+    if entry.n_samples:
+        keep = subsample_indices(y, entry.n_samples, derive_seed(seed, entry.name + ":subset", 0))
+        X, y = X[keep], y[keep]
+    return X, y, meta
+
+
+@functools.lru_cache(maxsize=4)
+def _prepare_split(entry, split, seed, train_fraction, validation_fraction, stratify, predefined,
+                   generator, generator_params, mirror, cache_dir, fold, digest=None):
+    X, y, meta = _load(entry, seed, mirror, cache_dir, digest)
+    split_seed = derive_seed(seed, entry.name, split)
+    # the validation part (if any) is held out of both: parameter choice uses it
+    train, validation, test = _outer_split(y, meta, entry.name, split_seed, train_fraction,
+                                           validation_fraction, stratify, predefined)
+    if fold is not None:
+        train, test = tuning_parts(y, train, validation, split_seed, fold, stratify)
+    X_train, X_test = entry.preprocessing.apply(X[train], X[test], meta.get("image_shape"))
+    constraints, seconds = generate_constraints(generator, X_train, y[train],
+                                                dict(generator_params), _constraint_cache(cache_dir))
+    return X_train, y[train], X_test, y[test], constraints, seconds, split_seed
+
+
+def _constraint_cache(cache_dir):
+    """The folder of stored constraints: ``constraints/`` in the datasets' cache."""
+    from ..datasets.files import resolve_cache_dir
+
+    return resolve_cache_dir(cache_dir) / "constraints"
+
+
+def fit_task_solver(task: Task, X_train, y_train, constraints):
+    """The task's solver (its params and tuned values) fitted on the training part, with the
+    fit's wall and CPU seconds; warnings are silenced (convergence is recorded in the row)."""
+    from ..solvers import SOLVERS
+
+    solver = SOLVERS[task.solver.name](**{**task.solver.params, **dict(task.tuned)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wall, cpu = time.perf_counter(), time.process_time()
+        solver.fit(X_train, y_train, constraints=constraints)
+        return solver, time.perf_counter() - wall, time.process_time() - cpu

@@ -1,0 +1,139 @@
+"""A leaderboard's config and its cells log.
+
+A board config (``configs/leaderboard.yaml``) is an experiment config plus a ``leaderboard:``
+section: ``fit_budget_seconds`` (every fit's wall-clock budget), ``memory_gb`` and per-solver
+``footprint`` (the "cannot run" rule). The experiment's ``notes:`` (keys ``<data set>/<method>``,
+``*`` for any) are shown under the ranks: a finding about a row, with its diagnosis.
+:func:`load_board` reads it as a :class:`Board`.
+
+A board is run cell by cell (:mod:`dml_bench.leaderboard.run`): one (data set, method) cell is
+the method's tuning and final fits on the data set's splits. ``cells.csv`` in the board's folder
+records the cells that the run marked, each with its status (:data:`STATUS_TEXT`) and reason
+(:func:`record_cell`, :func:`read_cells`).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import BoardError, warn
+from ..experiment.config import ConfigError, Experiment, parse_config, read_config_file
+from ..run.results import append_bytes
+
+CELLS = "cells.csv"
+CELL_COLUMNS = ["dataset", "label", "status", "reason", "budget_seconds", "finished_at"]
+_SECTION = {"fit_budget_seconds": (int, float), "memory_gb": (int, float), "footprint": dict}
+#: a cell's status (other than complete) and its mark in the board's tables
+STATUS_TEXT = {"over_budget": "–", "cannot_run": "n/a", "failed": "failed", "pending": "…",
+               "no_data": "no data"}
+
+
+@dataclass(frozen=True)
+class Board:
+    """A validated board config: the experiment and the ``leaderboard:`` rules."""
+
+    experiment: Experiment
+    budget: float = 600.0
+    memory_gb: float = 8.0
+    footprint: dict = field(default_factory=dict)  # solver name → {"dd": c, "nn": c}
+    source: str = ""  # the config file (named in the cells' child processes' errors)
+
+    def memory_bytes(self, solver: str, n_train: int, d: int) -> float:
+        """Estimated peak memory of one fit: 8 B × (dd·d² + nn·n_train²)."""
+        f = self.footprint.get(solver, self.footprint.get("default", {}))
+        return 8.0 * (f.get("dd", 0) * d ** 2 + f.get("nn", 0) * n_train ** 2)
+
+
+def load_board(path: str | Path) -> Board:
+    """Read a board config: ``leaderboard:`` plus an experiment config (see the module doc).
+
+    Raises
+    ------
+    ConfigError
+        On any problem, naming the key.
+    """
+    source = str(path)
+    data = read_config_file(path)
+    if not isinstance(data, dict) or not isinstance(data.get("leaderboard"), dict):
+        raise ConfigError(source, "leaderboard", "a board config needs a `leaderboard:` mapping "
+                          f"with {', '.join(_SECTION)}")
+    rules = data.pop("leaderboard")
+    for key, value in rules.items():
+        if key not in _SECTION:
+            raise ConfigError(source, f"leaderboard.{key}",
+                              f"unknown key; valid keys: {', '.join(_SECTION)}")
+        if isinstance(value, bool) or not isinstance(value, _SECTION[key]):
+            raise ConfigError(source, f"leaderboard.{key}", f"unexpected value {value!r}")
+    for key in ("fit_budget_seconds", "memory_gb"):
+        if rules.get(key, 1) <= 0:
+            raise ConfigError(source, f"leaderboard.{key}", "must be positive")
+    footprint = rules.get("footprint", {})
+    for name, f in footprint.items():
+        if not isinstance(f, dict) or set(f) - {"dd", "nn"}:
+            raise ConfigError(source, f"leaderboard.footprint.{name}",
+                              "must be a mapping with keys dd and/or nn (numbers of d×d and "
+                              "n_train×n_train float64 matrices)")
+    exp = parse_config(data, source=source)
+    _check_note_keys(exp, source)
+    return Board(exp, float(rules.get("fit_budget_seconds", 600)),
+                 float(rules.get("memory_gb", 8)), footprint, str(Path(path).resolve()))
+
+
+def experiment_of(path: str | Path) -> Experiment:
+    """The experiment of a config file: a board config's (one with a ``leaderboard:`` mapping) or
+    an ordinary run config's, for tools that take either (``benchmarks/seed_diagnosis.py``)."""
+    data = read_config_file(Path(path))
+    if isinstance(data, dict) and isinstance(data.get("leaderboard"), dict):
+        return load_board(path).experiment
+    return parse_config(data, source=str(Path(path)))
+
+
+def _check_note_keys(exp: Experiment, source: str) -> None:
+    """A board's ``notes:`` keys are ``<data set>/<method>`` labels of the board, or ``*``: the
+    page shows each note under the ranks, so a key that names nothing is a typo."""
+    datasets = {e.label for e in exp.datasets} | {"*"}
+    methods = {s.label for s in exp.solvers} | {"*"}
+    for key in exp.notes:
+        d, _, m = key.partition("/")
+        if d not in datasets or m not in methods:
+            raise ConfigError(source, f"notes.{key}", "a note's key is <data set label>/<method "
+                              "label> of this board, either part may be *")
+
+
+def read_cells(board_dir: Path) -> pd.DataFrame:
+    """The latest ``cells.csv`` record of every (data set, method) cell (empty if none)."""
+    path = Path(board_dir) / CELLS
+    if not path.exists():
+        return pd.DataFrame(columns=CELL_COLUMNS)
+    bad = []
+    cells = pd.read_csv(path, engine="python", encoding_errors="replace", dtype=str,
+                        on_bad_lines=lambda line: bad.append(line))
+    if list(cells.columns) != CELL_COLUMNS:
+        raise BoardError(f"{path}: not a cells log of a board (its header is not "
+                         f"{','.join(CELL_COLUMNS)}); move it aside to run the board afresh")
+    whole = (cells["status"].isin(STATUS_TEXT)
+             & pd.to_numeric(cells["budget_seconds"], errors="coerce").notna())
+    if len(bad) + (~whole).sum():
+        warn(f"{path}: {len(bad) + (~whole).sum()} corrupt line(s) ignored")
+    return cells[whole].drop_duplicates(["dataset", "label"], keep="last")
+
+
+def record_cell(board_dir: Path, dataset: str, label: str, status: str, reason: str,
+                budget: float) -> None:
+    """Append a cell's mark to ``cells.csv`` (its header first in a new log): its status, its
+    reason in one line, the budget it holds for and the time."""
+    path = board_dir / CELLS
+    line = io.StringIO()
+    writer = csv.writer(line, lineterminator="\n")
+    if not os.path.lexists(path):
+        writer.writerow(CELL_COLUMNS)
+    writer.writerow([dataset, label, status, " ".join(str(reason).split()), budget,
+                     dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")])
+    append_bytes(path, line.getvalue().encode())  # whole, synced, never through a symlink

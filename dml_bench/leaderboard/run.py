@@ -1,0 +1,195 @@
+"""Running a leaderboard: its cells in turn, each fit under the board's budget.
+
+:func:`run_board` runs every cell not yet complete or marked through the ordinary runner
+(:func:`dml_bench.run.runner.run_experiment` restricted to the cell, in a child process watched
+by :func:`dml_bench.run.budget.run_cells`), so the board resumes, runs in parts and shares its
+tasks with concurrent runs like every run. A fit that lands over the budget, or a cell silent
+for two budgets, marks the cell ``over_budget`` in ``cells.csv``. Before running, two declared
+rules are checked: the memory rule (estimated peak 8 B × (dd·d² + nn·n_train²) above
+``memory_gb`` marks the cell ``cannot_run``), and the size rule: a method over budget on a data
+set is not tried on a data set with at least as many points and features (marked
+``over_budget``, "estimated"). Cells recorded over budget are retried only with a larger budget.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ..experiment.config import Experiment
+from ..experiment.knn import all_tasks, plan
+from ..run.budget import run_cells
+from ..run.execution import check_labels
+from ..run.results import TUNE_COLUMNS, RunStore
+from .board import Board, read_cells, record_cell
+
+
+@dataclass
+class BoardSummary:
+    """Counts of the cells of one :func:`run_board` call, by what became of them."""
+
+    ran: int = 0            # cells run to the end in this call
+    done_before: int = 0    # cells already complete
+    over_budget: int = 0
+    cannot_run: int = 0
+    failed: int = 0
+    no_data: int = 0
+
+
+def _sizes(exp: Experiment, no_data=()) -> dict[str, tuple[int, int]]:
+    """(n_train, d) per data-set label from the catalogue (no loading; an ``openml:`` data set's
+    spec is its loaded data), the labels in ``no_data`` left out."""
+    from ..datasets import DATASETS
+
+    out = {}
+    for entry in (e for e in exp.datasets if e.label not in no_data):
+        spec = DATASETS[entry.name]
+        n = min(entry.n_samples or spec.n_samples, spec.n_samples)
+        d = entry.preprocessing.pca or spec.n_features
+        out[entry.label] = (math.ceil(exp.train_fraction * n), min(d, spec.n_features))
+    return out
+
+
+def run_board(board: Board, results_root: str | Path = "results", *, mirror=None, cache_dir=None,
+              datasets: Sequence[str] | None = None, solvers: Sequence[str] | None = None,
+              supersede: bool = False, echo: Callable[[str], None] = print) -> BoardSummary:
+    """Run every cell of ``board`` not yet complete or marked, each fit under the budget.
+
+    Parameters
+    ----------
+    board : Board
+        With ``board.experiment.n_jobs`` / ``backend`` as the execution of each cell.
+    results_root : path
+        Parent of the board's folder ``<results_root>/<name>/``.
+    datasets, solvers : sequence of str, optional
+        Run only these data-set / solver labels (the rest stays to be run into the same folder).
+    supersede : bool
+        Set aside the rows of finished tasks that the board no longer has (a changed protocol
+        setting), as :func:`dml_bench.run.runner.run_experiment` does; without it the first cell's
+        run is refused and names them.
+
+    Returns
+    -------
+    BoardSummary
+
+    Raises
+    ------
+    UnknownNameError
+        When a label of ``datasets`` or ``solvers`` is not one of the board's.
+    NothingSelected
+        When the labels select no cell together.
+    BoardError
+        When a cell's run stops for another reason than the budget (e.g. a refused run).
+    """
+    exp = board.experiment
+    check_labels(exp, datasets, solvers)
+    out = Path(results_root) / exp.name
+    out.mkdir(parents=True, exist_ok=True)
+    _, skipped = plan(exp, mirror, cache_dir)
+    no_data = {d for d, _, reason in skipped if reason.startswith("data not available")}
+    runs = RunStore(out)
+    compact_tuning_log(out)  # a killed run's finished cells
+    cells: dict[tuple[str, str], list] = {}
+    for task in all_tasks(exp, mirror, cache_dir):
+        if not (datasets and task.dataset.label not in datasets
+                or solvers and task.solver.label not in solvers):
+            cells.setdefault((task.dataset.label, task.solver.label), []).append(task)
+    sizes, marks = _sizes(exp, no_data), read_cells(out).set_index(["dataset", "label"])
+    over: dict[str, list[str]] = {}  # solver label → data sets it ran over budget on
+    for (d, s), row in marks.iterrows():
+        if row["status"] == "over_budget" and float(row["budget_seconds"]) >= board.budget:
+            over.setdefault(s, []).append(d)
+    summary = BoardSummary()
+    done = runs.finished()
+    queue = []
+    for (d, s), tasks in cells.items():
+        if d in no_data:
+            summary.no_data += 1
+        elif all(t.task_id in done for t in tasks):
+            summary.done_before += 1
+        elif d in over.get(s, []):
+            summary.over_budget += 1
+        else:
+            queue.append((d, s))
+
+    def verdict(d: str, s: str) -> tuple[str, str] | None:
+        """A declared rule's verdict on a cell before it runs (None: run it)."""
+        n_train, dim = sizes[d]
+        need = board.memory_bytes(cells[d, s][0].solver.name, n_train, dim)
+        if need > board.memory_gb * 2 ** 30:
+            return "cannot_run", (f"memory: an estimated {need / 2 ** 30:.1f} GB for n_train = "
+                                  f"{n_train}, d = {dim} exceeds the {board.memory_gb:g} GB rule")
+        smaller = [o for o in over.get(s, []) if o in sizes  # (a label the config still has)
+                   and sizes[o][0] <= n_train and sizes[o][1] <= dim]
+        if smaller:
+            return "over_budget", (f"estimated: over budget on {smaller[0]}, which has no more "
+                                   "points and features")
+        return None
+
+    ran = []
+    while queue:
+        runnable = []
+        for d, s in queue:
+            rule = verdict(d, s)
+            if rule is None:
+                runnable.append((d, s))
+                continue
+            _mark(out, marks, d, s, *rule, board.budget)
+            if rule[0] == "over_budget":
+                over.setdefault(s, []).append(d)
+            setattr(summary, rule[0], getattr(summary, rule[0]) + 1)
+        if not runnable:
+            break
+        status, index, reason = run_cells(exp, board.source, board.budget, results_root,
+                                           runnable, supersede)
+        ran += runnable[:index + (status == "ok")]
+        if status == "ok":
+            break
+        d, s = runnable[index]
+        record_cell(out, d, s, "over_budget", reason, board.budget)
+        echo(f"{exp.name}: {d} × {s}: over budget (–)")
+        over.setdefault(s, []).append(d)
+        summary.over_budget += 1
+        queue = runnable[index + 1:]
+    done = runs.finished()
+    for d, s in ran:
+        if all(t.task_id in done for t in cells[d, s]):
+            summary.ran += 1
+        else:
+            record_cell(out, d, s, "failed", "some of its tasks failed: see errors.csv",
+                        board.budget)
+            summary.failed += 1
+    compact_tuning_log(out)
+    return summary
+
+
+def compact_tuning_log(board_dir: Path) -> int:
+    """Move the tuning fits of finished tasks from ``tuning.csv`` to ``tuning_done.csv``.
+
+    A task's tuning fits are read only while the task is unfinished (the runner tunes the tasks
+    it has still to run); once its row is in ``runs.csv``, which records the chosen values, their
+    validation error and the tuning time, they are a log. So the board's committed
+    ``tuning.csv`` holds what a fresh checkout needs to resume, a few cells' fits, and the whole
+    log (about 170 bytes a fit, 270 fits a tuned cell) stays local in ``tuning_done.csv``.
+    Returns the number of rows moved.
+    """
+    board_dir = Path(board_dir)
+    tuning = RunStore(board_dir, "tuning", TUNE_COLUMNS)
+    fits = tuning.read()
+    done = set(fits.loc[fits["outer_task_id"].isin(RunStore(board_dir).finished()), "task_id"])
+    if done:
+        tuning.archive(done, into=board_dir / "tuning_done.csv")
+    return len(done)
+
+
+def _mark(out: Path, marks: pd.DataFrame, d: str, s: str, status: str, reason: str,
+          budget: float) -> None:
+    """Record a rule's verdict unless the same one is the cell's latest record already."""
+    if (d, s) in marks.index and marks.loc[(d, s), "status"] == status \
+            and marks.loc[(d, s), "reason"] == reason:
+        return
+    record_cell(out, d, s, status, reason, budget)

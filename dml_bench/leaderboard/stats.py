@@ -1,0 +1,122 @@
+"""A leaderboard's statistics: its table of cells, then ranks, Friedman's test, Nemenyi's
+critical difference, pairwise tests and the time–rank front (:mod:`dml_bench.report.ranking`,
+Demšar 2006) over the data sets whose cells have all run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DMLBenchError
+from ..experiment.knn import all_tasks, plan
+from ..report import ranking
+from ..report.knn import read_runs
+from .board import Board, read_cells
+
+
+def board_table(board: Board, board_dir: Path, mirror=None, cache_dir=None) -> pd.DataFrame:
+    """One row per (data set, method) cell of the board: its status and, when complete, the mean
+    and std of its test error over the splits and its mean final-fit time.
+
+    Status: ``complete`` (every split has a row), ``over_budget`` (from ``cells.csv``, at this
+    budget or a larger one: before completeness, since a fit over the budget can land last),
+    ``cannot_run``, ``failed`` (from ``cells.csv``), ``no_data`` (the data set is not available
+    here) or ``pending`` (still to run).
+    """
+    exp = board.experiment
+    try:
+        runs = read_runs(board_dir)
+    except DMLBenchError:
+        runs = pd.DataFrame(columns=["task_id", "error", "fit_time"])
+    by_id = runs.set_index("task_id") if len(runs) else runs
+    _, skipped = plan(exp, mirror, cache_dir)
+    no_data = {d: reason for d, _, reason in skipped if reason.startswith("data not available")}
+    marks = read_cells(board_dir).set_index(["dataset", "label"])
+    cells: dict[tuple[str, str], list[str]] = {}
+    for task in all_tasks(exp, mirror, cache_dir):
+        cells.setdefault((task.dataset.label, task.solver.label), []).append(task.task_id)
+    rows = []
+    for (d, s), ids in cells.items():
+        have = [i for i in ids if i in by_id.index]
+        row = {"dataset": d, "method": s, "n_splits": len(ids), "n_done": len(have),
+               "error": np.nan, "error_std": np.nan, "fit_time": np.nan, "hosts": "",
+               "reason": ""}
+        over = (d, s) in marks.index and marks.loc[(d, s), "status"] == "over_budget" \
+            and float(marks.loc[(d, s), "budget_seconds"]) >= board.budget
+        if d in no_data:
+            row.update(status="no_data", reason=no_data[d])
+        elif over:  # a fit over the budget makes the cell "–" even if its rows are all there
+            row.update(status="over_budget", reason=marks.loc[(d, s), "reason"])
+        elif len(have) == len(ids):
+            errors = by_id.loc[have, "error"].astype(float) * 100
+            # rounded far below one test point, so that equal error counts summed in another
+            # order tie exactly in the ranks
+            hosts = by_id.loc[have].get("cpu_model", pd.Series(dtype=str)).dropna().astype(str)
+            row.update(status="complete", error=round(errors.mean(), 9),
+                       error_std=errors.std(ddof=1),
+                       fit_time=by_id.loc[have, "fit_time"].astype(float).mean(),
+                       hosts="; ".join(sorted(set(hosts) - {""})))
+        elif (d, s) in marks.index:
+            row.update(status=marks.loc[(d, s), "status"], reason=marks.loc[(d, s), "reason"])
+        else:
+            row.update(status="pending")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+@dataclass
+class Statistics:
+    """The leaderboard's statistics over the data sets without pending cells."""
+
+    table: pd.DataFrame          # board_table
+    errors: pd.DataFrame         # ranked data sets × methods, NaN where no result
+    ranks: pd.DataFrame          # per-data-set ranks
+    mean_ranks: pd.Series        # sorted
+    friedman: ranking.Friedman | None
+    cd: float | None
+    pairwise: pd.DataFrame
+    time_error: pd.DataFrame     # method, mean_rank, fit_time (geometric mean), pareto
+    pending: list                # data sets left out: (data set, methods still to run)
+    no_data: list
+
+
+def statistics(table: pd.DataFrame, alpha: float = 0.05) -> Statistics:
+    """Ranks, Friedman, Nemenyi CD, pairwise tests and the time–error front of a board table.
+
+    A data set enters only when none of its cells is pending (a partial board ranks the data sets
+    it has finished); data sets not available here are left out. Over-budget, cannot-run and
+    failed cells rank last on their data set (:func:`ranking.ranks`).
+    """
+    grid = table.pivot(index="dataset", columns="method", values="error")
+    status = table.pivot(index="dataset", columns="method", values="status")
+    order_d = list(dict.fromkeys(table["dataset"]))
+    order_m = list(dict.fromkeys(table["method"]))
+    grid = grid.reindex(index=order_d, columns=order_m)
+    status = status.reindex(index=order_d, columns=order_m)
+    no_data = [d for d in order_d if (status.loc[d] == "no_data").all()]
+    pending = [(d, [m for m in order_m if status.loc[d, m] == "pending"]) for d in order_d
+               if d not in no_data and (status.loc[d] == "pending").any()]
+    ranked = [d for d in order_d if d not in no_data and d not in dict(pending)]
+    errors = grid.loc[ranked]
+    r = ranking.ranks(errors)
+    mean_ranks = r.mean().sort_values(kind="stable")
+    fr = cd = None
+    if len(ranked) >= 2 and len(order_m) >= 3:
+        fr = ranking.friedman(errors)
+        cd = ranking.critical_difference(len(order_m), len(ranked), alpha)
+    times = table[table["dataset"].isin(ranked)].groupby("method")["fit_time"].apply(
+        lambda t: float(np.exp(np.log(t.dropna().clip(lower=1e-6)).mean())) if t.notna().any()
+        else np.nan)
+    te = pd.DataFrame({"method": mean_ranks.index, "mean_rank": mean_ranks.to_numpy(),
+                       "fit_time": times.reindex(mean_ranks.index).to_numpy()})
+    has = te["fit_time"].notna().to_numpy()
+    te["pareto"] = False
+    if has.any():
+        te.loc[has, "pareto"] = ranking.pareto_front(te.loc[has, "fit_time"].to_numpy(),
+                                                     te.loc[has, "mean_rank"].to_numpy())
+    return Statistics(table, errors, r, mean_ranks, fr, cd, ranking.pairwise(errors), te,
+                      pending, no_data)

@@ -1,0 +1,309 @@
+"""Reproduction targets (``targets.yaml`` beside this module): one per table or figure of the
+papers.
+
+``dmlbench reproduce <id>`` runs a target's config (resumable, like ``dmlbench run``) and writes
+its report, or exits with the reason it cannot run here (data not available, protocol not
+supported). ``--quick`` runs the target's reduced version (``quick:``: fewer data sets, splits
+and solvers) into ``results/<name>_quick``, the one CI checks against
+``results/baselines/<id>_quick.csv``. ``dmlbench report --all`` writes ``results/REPRODUCTION.md``
+and ``REPRODUCTION.html`` from whatever results exist (:mod:`dml_bench.reproduction.report`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import yaml
+
+from ..common.safe_write import write_text
+from ..errors import DMLBenchError, warn
+from ..experiment.config import Experiment, load_config
+from ..registry import Registry, describe
+from ..report.knn import PRECISE_SUFFIX, dataset_points
+from ..run.results import RunStore
+
+TARGETS_FILE = Path(__file__).parent / "targets.yaml"
+RUN_RECORD = "reproduce.json"
+
+
+class TargetUnavailable(DMLBenchError, RuntimeError):
+    """A target that cannot be reproduced here; the message says why."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One table or figure of a paper and how it is reproduced (see ``targets.yaml``)."""
+
+    id: str
+    paper: str
+    item: str
+    what: str
+    config: str | None = None
+    same_runs: str | None = None
+    tables: tuple[str, ...] = ()
+    figures: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
+    unsupported: str | None = None
+    quick: dict = field(default_factory=dict)
+    notes: str = ""
+    function: str | None = None
+    output: str | None = None
+    params: dict = field(default_factory=dict)
+    precise: dict = field(default_factory=dict)
+
+
+def load_targets(path: Path = TARGETS_FILE) -> Registry:
+    """The targets of ``targets.yaml``, in file order, as a registry (unknown ids list the valid)."""
+    registry = Registry("reproduction target")
+    for tid, spec in yaml.safe_load(path.read_text(encoding="utf-8"))["targets"].items():
+        spec = dict(spec)
+        for key in ("tables", "figures", "requires"):
+            spec[key] = tuple(spec.get(key) or ())
+        spec["notes"] = " ".join(str(spec.get("notes") or "").split())
+        if spec.get("unsupported"):
+            spec["unsupported"] = " ".join(spec["unsupported"].split())
+        registry.register(tid, Target(id=tid, **spec))
+    return registry
+
+
+def config_target(target: Target, targets: Registry) -> Target:
+    """The target whose config (or ``function``) produces ``target``'s runs (itself, or its
+    ``same_runs``)."""
+    return targets[target.same_runs] if target.same_runs else target
+
+
+def target_experiment(target: Target, targets: Registry, quick: bool = False,
+                  root: Path = Path("."), precise: bool = False) -> Experiment | None:
+    """The (validated) experiment of a target; None for targets without a config.
+
+    ``quick``: its reduced version (:func:`quick_version`); ``precise``: its precise companion
+    (:func:`precise_version`)."""
+    source = config_target(target, targets)
+    if source.config is None:
+        return None
+    exp = load_config(root / source.config, check_data=False)
+    if quick and precise:
+        raise TargetUnavailable(f"{target.id}: choose one of the quick and the precise version")
+    if precise:
+        return precise_version(exp, source.precise)
+    return quick_version(exp, source.quick) if quick else exp
+
+
+def quick_version(exp: Experiment, quick: dict) -> Experiment:
+    """``exp`` reduced as ``quick`` says (datasets/solvers kept by label, n_splits), renamed
+    ``<name>_quick`` so its results never mix with the full run's."""
+    if not quick:
+        raise TargetUnavailable(f"{exp.name} has no quick version (no `quick:` in targets.yaml)")
+    datasets = [d for d in exp.datasets if d.label in quick.get("datasets", [d.label])]
+    solvers = [s for s in exp.solvers if s.label in quick.get("solvers", [s.label])]
+    n_splits = quick.get("n_splits", exp.n_splits)
+    datasets = [replace(d, n_splits=min(d.n_splits or n_splits, n_splits)) for d in datasets]
+    return replace(exp, name=f"{exp.name}_quick", datasets=tuple(datasets),
+                   solvers=tuple(solvers), n_splits=n_splits)
+
+
+def precise_version(exp: Experiment, precise: dict) -> Experiment:
+    """``exp``'s precise companion, as ``precise`` (targets.yaml) declares it.
+
+    The same config with ``n_splits`` splits (100) on the data sets with fewer than ``max_n``
+    points (2 000; their ``n_samples`` subset counts) and only the solver labels listed in
+    ``solvers`` (explicitly: cheap, untuned ones), renamed ``<name>_precise``. The experiment's
+    ``n_splits`` is raised and a data set entry without its own ``n_splits`` keeps none, so
+    split ``i`` has the headline's seed (``splits.derive_seed(seed, data set, i)``) and splits
+    0–9 are the headline's tasks, with the same task ids.
+    """
+    if not precise:
+        raise TargetUnavailable(f"{exp.name} has no precise version (no `precise:` in "
+                                "targets.yaml)")
+    n_splits, max_n = int(precise.get("n_splits", 100)), int(precise.get("max_n", 2000))
+    labels = list(precise.get("solvers") or [])
+    unknown = sorted(set(labels) - {s.label for s in exp.solvers})
+    if not labels or unknown:
+        raise TargetUnavailable(f"{exp.name}: `precise: solvers:` must list solver labels of "
+                                f"the config; {'unknown ' + str(unknown) if unknown else 'none'}")
+    solvers = tuple(s for s in exp.solvers if s.label in labels)
+    datasets = []
+    for d in exp.datasets:
+        if dataset_points(d.name, d.n_samples) >= max_n:
+            continue
+        kept = tuple(x for x in d.solvers if x in labels) if d.solvers else None
+        if d.solvers and not kept:
+            continue
+        datasets.append(replace(d, solvers=kept or d.solvers,
+                                n_splits=None if d.n_splits is None else n_splits))
+    if not datasets:
+        raise TargetUnavailable(f"{exp.name}: no data set with fewer than {max_n} points")
+    return replace(exp, name=f"{exp.name}{PRECISE_SUFFIX}", datasets=tuple(datasets),
+                   solvers=solvers, n_splits=n_splits)
+
+
+def availability(target: Target, exp: Experiment | None, mirror=None, cache_dir=None,
+                 fetch: bool = False) -> str | None:
+    """Why ``target`` cannot run here (None when it can).
+
+    Checks ``unsupported``, then the ``requires`` datasets; with ``fetch`` a dataset missing
+    locally is fetched (network), otherwise only local availability (mirror, cache, bundled,
+    generated) counts. Datasets of the config that are missing only skip their rows.
+    """
+    from ..datasets import DataNotAvailable, dataset_status, load_dataset
+
+    missing = []
+    for name in target.requires:
+        if fetch:
+            try:
+                load_dataset(name, mirror=mirror, cache_dir=cache_dir)
+            except DataNotAvailable as exc:
+                missing.append(f"{name} ({exc})")
+        elif dataset_status(name, mirror=mirror, cache_dir=cache_dir) == "network needed":
+            missing.append(f"{name} (not in the mirror or cache; {_how_to_get(name)})")
+    if exp is not None and exp.task == "verification":  # its data: the LFW-SIFT file, ...
+        from ..experiment.verification import data_problem
+
+        problem = data_problem(exp, mirror, cache_dir, load=fetch)
+        missing += [problem] if problem else []
+    reasons = []
+    if missing:
+        reasons.append("data not available: " + "; ".join(missing))
+    if target.unsupported:
+        reasons.append("not supported yet: " + target.unsupported)
+    # a same_runs target without an experiment reads a function target's run
+    if exp is None and not (target.unsupported or target.function or target.same_runs):
+        reasons.append("no config for this target")
+    return "; ".join(reasons) or None
+
+
+def _how_to_get(name: str) -> str:
+    """``dmlbench fetch NAME``, or for files without a download source where to put them."""
+    from ..datasets import DATASETS
+
+    by_hand = [f.relpath for f in DATASETS[name].files if f.url is None]
+    if not by_hand:
+        return f"`dmlbench fetch {name}`"
+    return (f"no download source: supply {', '.join(by_hand)} in the cache or a mirror folder; "
+            f"format: README, User-supplied data, or the message of `dmlbench fetch {name}`")
+
+
+def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str = "results",
+              mirror=None, cache_dir=None, n_jobs: int | None = None, force: bool = False,
+              progress=None, echo=print, root: Path = Path("."), datasets=None,
+              solvers=None, supersede: bool = False, precise: bool = False) -> dict:
+    """Run one target and write its report; returns the run record (also ``reproduce.json``).
+
+    ``datasets`` and ``solvers`` (labels) run part of the target; the report lists the tasks
+    still to run. ``supersede`` as in :func:`~dml_bench.run.runner.run_experiment`. ``precise``
+    runs the target's precise companion (:func:`precise_version`) into
+    ``results/<name>_precise`` and then rewrites the headline's report, whose comparisons
+    gain its columns (:func:`~dml_bench.report.knn.add_precise_columns`).
+
+    Raises
+    ------
+    TargetUnavailable
+        With the reason, when the target cannot run here.
+    """
+    from ..report.knn import write_report
+    from ..run.runner import run_experiment
+
+    targets = load_targets()
+    target = targets[target_id]
+    if precise and (target.function or target.same_runs):
+        raise TargetUnavailable(f"{target_id} has no precise version (it runs no splits of its "
+                                "own)")
+    exp = (target_experiment(target, targets, quick, root, precise=precise)
+           if not target.unsupported else None)
+    source = config_target(target, targets)
+    reason = availability(target, exp, mirror, cache_dir, fetch=True) or (
+        availability(source, exp, mirror, cache_dir, fetch=True)
+        if source.function and source is not target else None)
+    if reason:
+        raise TargetUnavailable(f"{target_id}: {reason}")
+    if source.function:  # the function target's run (a same_runs target reruns its source)
+        if datasets or solvers:
+            raise TargetUnavailable(f"{target_id} has no datasets or solvers to choose from")
+        return _run_function(source, Path(results_root), quick)
+    if n_jobs is not None:
+        exp = replace(exp, n_jobs=n_jobs)
+    out_dir = Path(results_root) / exp.name
+    prior = 0 if force else len(RunStore(out_dir).finished())
+    # an earlier run's rows, or an interrupted run's tuning fits, are work this run continues
+    resumed = not force and (prior > 0 or _previous(out_dir, target_id).get("interrupted", False))
+    start, wall = dt.datetime.now(dt.timezone.utc), time.perf_counter()
+    record = {"target": target_id, "experiment": exp.name, "quick": quick,
+              **({"precise": True} if precise else {}),
+              "started_at": start.isoformat(timespec="seconds"), "n_jobs": exp.n_jobs,
+              "cpu_count": os.cpu_count(), "datasets": list(datasets) if datasets else "all",
+              "solvers": list(solvers) if solvers else "all"}
+    try:
+        summary = run_experiment(exp, results_root, mirror=mirror, cache_dir=cache_dir,
+                                 force=force, progress=progress, echo=echo, datasets=datasets,
+                                 solvers=solvers, supersede=supersede)
+    except (KeyboardInterrupt, SystemExit):  # the rows written so far are kept: so is their time
+        ran = len(RunStore(out_dir).finished()) - prior
+        record.update(wall_seconds=round(time.perf_counter() - wall, 1), tasks=None, ran=ran,
+                      done_before=prior, failed=None, interrupted=True, files=[])
+        _update_record(out_dir / RUN_RECORD, target_id, record, resumed)
+        raise
+    record.update(wall_seconds=round(time.perf_counter() - wall, 1), tasks=summary.total,
+                  ran=summary.ran, done_before=summary.done_before, failed=summary.failed,
+                  files=sorted(write_report(out_dir)))
+    _update_record(out_dir / RUN_RECORD, target_id, record, resumed)
+    headline = Path(results_root) / exp.name.removesuffix(PRECISE_SUFFIX)
+    if precise and (headline / "runs.csv").is_file():
+        write_report(headline)  # its comparisons gain the precise columns
+    return record
+
+
+def _run_function(target: Target, results_root: Path, quick: bool) -> dict:
+    """A target that is its own experiment (``function``): call it into ``results/<output>``."""
+    import importlib
+
+    if quick:
+        raise TargetUnavailable(f"{target.id} has no quick version")
+    module, name = target.function.split(":")
+    out_dir = results_root / target.output
+    out_dir.mkdir(parents=True, exist_ok=True)
+    start, wall = dt.datetime.now(dt.timezone.utc), time.perf_counter()
+    written = getattr(importlib.import_module(module), name)(out_dir, **target.params)
+    record = {"target": target.id, "experiment": target.output, "quick": False,
+              "started_at": start.isoformat(timespec="seconds"),
+              "wall_seconds": round(time.perf_counter() - wall, 1), "tasks": 1, "ran": 1,
+              "done_before": 0, "failed": 0, "n_jobs": 1, "cpu_count": os.cpu_count(),
+              "files": sorted(str(p) for p in written.values() if isinstance(p, (str, Path)))}
+    _update_record(out_dir / RUN_RECORD, target.id, record, resumed=False)
+    return record
+
+
+def _previous(out_dir: Path, target_id: str) -> dict:
+    """The target's record in ``out_dir/reproduce.json`` ({} when none)."""
+    path = out_dir / RUN_RECORD
+    return json.loads(path.read_text()).get(target_id, {}) if path.is_file() else {}
+
+
+def _update_record(path: Path, target_id: str, record: dict, resumed: bool) -> None:
+    """Keep one record per target in ``reproduce.json``; a run that continued earlier results
+    (``resumed``: a resumed or interrupted run, or another part of the datasets) adds its wall
+    time."""
+    try:
+        records = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        warn(f"{path} is not a JSON record ({describe(exc)}); it is written afresh")
+        records = {}
+    if not isinstance(records, dict):
+        records = {}
+    old = records.get(target_id)
+    if not isinstance(old, dict) or not isinstance(old.get("wall_seconds"), (int, float)):
+        old = None
+    if old and resumed:  # the work of earlier runs counts too
+        record["wall_seconds"] = round(old["wall_seconds"] + record["wall_seconds"], 1)
+        record["started_at"] = old.get("started_at", record["started_at"])
+        for part in ("datasets", "solvers"):
+            before = old.get(part, "all")
+            before = before if isinstance(before, list) else "all"
+            record[part] = ("all" if "all" in (before, record[part])
+                            else list(dict.fromkeys(before + record[part])))
+    records[target_id] = record
+    write_text(path, json.dumps(records, indent=2) + "\n")  # never through a symlink

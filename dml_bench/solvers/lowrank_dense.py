@@ -1,0 +1,502 @@
+"""The comparators of Zhang & Zhang's Fig. 2, on dense d×d arrays.
+
+They minimise the objective F of :mod:`.lowrank_sgd` over ``S₊ ∩ {‖W‖_F ≤ τ}`` (or the spectral
+ball) with an eigendecomposition of a d×d matrix per iteration, the O(d³) cost that SGD-IncSVD
+avoids; a memory check refuses to start when their d×d arrays do not fit.
+:class:`LowRankGD` (full gradient, projection by ``eigh``), :class:`LowRankSGD` (stochastic
+gradient, projection every iteration, η_t = c/√t), :class:`LowRankSGDBatch` (mini-batch of 10,
+constant step), :class:`LowRankFW` (Frank-Wolfe, η_t = c/(t + 2)), :class:`LowRankSGDOne`
+(Mahdavi et al. 2012: one projection at the end).
+
+References
+----------
+J. Zhang and L. Zhang. Efficient stochastic optimization for low-rank distance metric learning.
+AAAI 2017. M. Mahdavi, T. Yang, R. Jin, S. Zhu and J. Yi. Stochastic gradient descent with only
+one projection. NIPS 2012. Q. Qian, R. Jin, J. Yi, L. Zhang and S. Zhu. Efficient distance metric
+learning by adaptive sampling and mini-batch SGD. MLJ 99(3), 2015. M. Jaggi. Revisiting
+Frank-Wolfe: projection-free sparse convex optimization. ICML 2013.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import scipy.linalg
+from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, eigsh
+from sklearn.exceptions import ConvergenceWarning
+
+from .linalg import (PairOuterSum, check_square_memory, components_from_psd, eigh_above, eigh_all,
+                     pair_differences, pair_quadratic_forms, pair_sq_distances, triplet_pairs)
+from .lowrank_sgd import (LowRankDMLBase, TripletEvaluator, hinge_objective,
+                          linear_minimizer_eigenvalues, project_eigenvalues)
+from .top_eigen import DENSE_EIGH_MAX_DIM
+
+
+def _batch_gradient(X, batch, W):
+    """Stochastic gradient of the hinge term on ``batch`` at dense ``W`` (d×d), without λI.
+
+    ``(1/b) Σ_active (d_ij d_ijᵀ − d_ik d_ikᵀ)`` as one GEMM on the stacked difference rows.
+    """
+    Dt = pair_differences(X, batch[:, [0, 1]])
+    Di = pair_differences(X, batch[:, [0, 2]])
+    active = (1.0 + np.einsum("ij,ij->i", Dt @ W, Dt)
+              - np.einsum("ij,ij->i", Di @ W, Di)) > 0
+    D = np.concatenate([Dt[active], Di[active]])
+    w = np.concatenate([np.ones(active.sum()), -np.ones(active.sum())]) / len(batch)
+    return (D * w[:, None]).T @ D
+
+
+class _FullObjective:
+    """F(W) and its (sub)gradient over all T triplets at a dense W.
+
+    The triplets' pairs are reduced to the distinct pairs (``linalg.triplet_pairs``); their
+    squared distances are the quadratic forms of W on the mapped points ``X W``
+    (``linalg.pair_quadratic_forms``), or, given a factor ``W = F Fᵀ`` (d×r, the projected
+    iterate of GD), the squared distances of the points mapped by F (n×d×r flops instead of
+    n×d×d), and the hinge subgradient
+    ``(1/T) Σ_active (d_ij d_ijᵀ − d_ik d_ikᵀ)`` is one signed weighted outer sum
+    (``linalg.PairOuterSum``).
+    """
+
+    def __init__(self, X, triplets, lam):
+        self.X, self.lam, self.T = X, lam, len(triplets)
+        self.pairs, self.target, self.impostor = triplet_pairs(triplets)
+        self.outer_sum = PairOuterSum(X, self.pairs)
+        points, local = np.unique(self.pairs, return_inverse=True)
+        self.Xp, self.local_pairs = X[points], local.reshape(-1, 2)  # the pairs' points only
+
+    def __call__(self, W, factor=None):
+        q = (pair_quadratic_forms(self.Xp @ W, self.Xp, self.local_pairs) if factor is None
+             else pair_sq_distances(self.Xp @ factor, self.local_pairs))
+        margin = 1.0 + q[self.target] - q[self.impostor]
+        active = margin > 0
+        f = float(np.maximum(margin, 0.0).mean() + self.lam * np.trace(W))
+        w = (np.bincount(self.target[active], minlength=len(self.pairs))
+             - np.bincount(self.impostor[active], minlength=len(self.pairs))) / self.T
+        G = self.outer_sum(w)
+        return f, G                                    # G: gradient of the hinge term only
+
+
+def _from_top_eigenpairs(V, s):
+    """``(Σ_{s_i > 0} s_i v_i v_iᵀ, its factor V_+ diag(√s_+))`` for the new eigenvalues s of an
+    ascending ``eigh`` (V).
+
+    The projections (4)/(5) and the FW vertex map the eigenvalues monotonically, so the positive
+    ones are the last: their eigenvectors are taken as a view, not a gathered copy.
+    """
+    first = len(s) - np.count_nonzero(s > 0)
+    Vk = V[:, first:]
+    return (Vk * s[first:]) @ Vk.T, Vk * np.sqrt(s[first:])
+
+
+class _DenseBase(LowRankDMLBase):
+    """Projected (stochastic) gradient on a dense d×d W; projection (5)/(4) by ``eigh``.
+
+    A projection keeps only the eigenpairs above the shrinkage ηλ (the FW vertex: above 0).
+    While the last one kept few (≤ ``linalg.SUBSET_EIGH_MAX_FRACTION`` · d), only these are
+    computed (``linalg.eigh_above``): still a d×d tridiagonal reduction per iteration, the
+    O(d³) cost that SGD-IncSVD avoids, but not the eigenvectors that the projection drops.
+    """
+
+    #: d×d float64 arrays alive at once at the peak: W, the gradient, the matrix decomposed, the
+    #: copy LAPACK works on (its eigenvectors in place; the matrix itself is kept for a fallback
+    #: driver, ``linalg._eigh_lower``) and ``syevd``'s workspace of 2 d² (the peak that
+    #: tracemalloc sees in the tests)
+    _n_dense = 6
+    #: full gradient over all triplets (GD, FW) or mini-batches of ``batch_size`` (SGD variants)
+    _full_gradient = False
+
+    def _check_params(self):
+        self._check_common()
+
+    def _prepare(self, X, triplets):
+        check_square_memory(type(self).__name__, X.shape[1], self._n_dense, "d",
+                            self.memory_limit_gb)
+        self._full = _FullObjective(X, triplets, self.lam) if self._full_gradient else None
+        self._factor = None        # W = F Fᵀ after a projection (d×r), for the full objective
+        self._n_above = None       # eigenvalues above the threshold at the last decomposition
+
+    def _gradient(self, X, triplets, W, rng):
+        """(objective or None, hinge gradient): exact for the full-gradient methods."""
+        if self._full is not None:
+            factor, self._factor = self._factor, None   # not kept through the next eigh
+            return self._full(W, factor)
+        batch = triplets[rng.integers(len(triplets), size=self.batch_size)]
+        return None, _batch_gradient(X, batch, W)
+
+    def _eigh_above(self, A, lower):
+        """The eigenpairs of A above ``lower`` (all that a projection keeps): only these when
+        few are expected from the last iteration's count (``linalg.eigh_above``)."""
+        mu, V = eigh_above(A, lower, self._n_above)
+        self._n_above = len(mu)
+        return mu, V
+
+    def _update(self, t, W, G, eta):
+        """``Π_{S₊ ∩ ball}[W − ηG − ηλI]`` by ``eigh`` (Theorems 1–3): the eigenpairs of
+        ``W − ηG`` above ηλ, the others being clipped to 0. Returns (W, info)."""
+        A = np.multiply(G, -eta)
+        A += W
+        mu, V = self._eigh_above(A, eta * self.lam)
+        s = project_eigenvalues(mu, eta * self.lam, self.tau, self.constraint)
+        W, factor = _from_top_eigenpairs(V, s)
+        self._factor = factor if self._full is not None else None
+        return W, {"rank": int(np.count_nonzero(s > 0))}
+
+    def _fit(self, X, y, constraints):
+        self._check_params()
+        start = time.perf_counter()
+        triplets = self._triplets(constraints)
+        d = X.shape[1]
+        self._prepare(X, triplets)
+        rng = np.random.default_rng(getattr(self, "random_state", 0))
+        evaluator = None if self._full_gradient else self._evaluator(X, triplets, rng)
+        W = np.zeros((d, d))
+        trace = {"objective": [], "time": []}
+        converged = False
+        for t in range(1, self.max_iter + 1):
+            f, G = self._gradient(X, triplets, W, rng)
+            W, info = self._update(t, W, G, self._step_size(t))
+            if f is None:   # stochastic: objective of the new iterate on the evaluation subset
+                f = (self._subset_objective(W, evaluator)
+                     if t % self.log_every == 0 or t == self.max_iter else np.nan)
+            trace["objective"].append(f)     # full gradient: F at the iterate the step started
+            stop = info.pop("stop", False)
+            for key, val in info.items():
+                trace.setdefault(key, []).append(val)
+            trace["time"].append(time.perf_counter() - start)
+            if stop:
+                converged = True
+                break
+        del G                                # d×d arrays alive at the end: W and the final one
+        W = self._final(W)
+        optimality = self._optimality(W)
+        self.metric_ = W
+        self.components_ = components_from_psd(W)
+        qt, qi = TripletEvaluator(X, triplets).distances_dense(W)
+        tol = getattr(self, "tol", 0.0)
+        if tol > 0 and not converged:
+            warnings.warn(f"{type(self).__name__} did not converge in {self.max_iter} iterations "
+                          f"(last gap {trace['gap'][-1]:.3g})", ConvergenceWarning)
+        # no stopping rule (tol = 0): the method runs its prescribed max_iter iterations
+        self._finish(trace, len(trace["time"]), converged or tol == 0,
+                     hinge_objective(qt, qi, np.trace(W), self.lam), optimality)
+
+    def _subset_objective(self, W, evaluator):
+        """F on the evaluation subset of triplets at the reported matrix of W."""
+        R = self._report(W)
+        qt, qi = evaluator.distances_dense(R)
+        return hinge_objective(qt, qi, np.trace(R), self.lam)
+
+    def _optimality(self, W):
+        """``optimality_`` at the returned W (no measure by default)."""
+        return np.nan
+
+    def _report(self, W):
+        """The matrix whose objective is logged (SGD-One: its projection)."""
+        return W
+
+    def _final(self, W):
+        return W
+
+
+class LowRankGD(_DenseBase):
+    """GD of Fig. 2 (Zhang & Zhang 2017): full gradient, projection (5) by ``eigh``.
+
+    ``W_{t+1} = Π_{S₊ ∩ {‖W‖_F ≤ τ}}[W_t − η(∇f(W_t) + λI)]`` with a constant step η = ``step``
+    (the paper searches it in {1e-7, …, 10}). The gradient is the subgradient of the hinge over
+    all T triplets (one weighted GEMM on the distinct pairs). ``trace_``: ``objective`` (exact F
+    at the iterate the step starts from), ``rank``, ``time``.
+
+    Parameters
+    ----------
+    lam, tau, constraint : as :class:`SGDIncSVD`.
+    step : float, default=1.0
+        Constant step η (searched per data set in the paper; no reported value).
+    max_iter : int, default=500
+    memory_limit_gb : float or None, default=None
+        Memory the d×d arrays may use; None: the memory available now (``MemoryError`` before any
+        d×d allocation when 4 d×d float64 arrays exceed it).
+
+    Attributes
+    ----------
+    optimality_ : float
+        NaN: no stopping rule (``optimality_measure`` ``"none (fixed number of iterations)"``).
+
+    References
+    ----------
+    J. Zhang and L. Zhang. Efficient stochastic optimization for low-rank distance metric
+    learning. AAAI 2017, §Experiments.
+    """
+
+    _schedule = "constant"
+    _full_gradient = True
+
+    def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, max_iter=500,
+                 memory_limit_gb=None):
+        self.lam = lam
+        self.tau = tau
+        self.constraint = constraint
+        self.step = step
+        self.max_iter = max_iter
+        self.memory_limit_gb = memory_limit_gb
+
+
+class LowRankSGD(_DenseBase):
+    """SGD of Fig. 2: GD with stochastic gradients, projection (5) every iteration, η_t = c/√t.
+
+    Parameters
+    ----------
+    lam, tau, constraint : as :class:`SGDIncSVD`.
+    step : float, default=1.0
+        c of η_t = c/√t (the paper's setting for SGD and SGD-IncSVD; c searched per data set).
+    batch_size : int, default=1
+        Triplets per stochastic gradient. The paper does not say; "SGD-Batch uses mini-batch to
+        reduce the number of projections of SGD" reads as one triplet per projection.
+    max_iter : int, default=500
+    log_every, n_eval, random_state : as :class:`SGDIncSVD`.
+    memory_limit_gb : float or None, default=None
+        As :class:`LowRankGD`.
+
+    Attributes
+    ----------
+    optimality_ : float
+        NaN: no stopping rule (``optimality_measure`` ``"none (fixed number of iterations)"``).
+
+    References
+    ----------
+    J. Zhang and L. Zhang. AAAI 2017, §Experiments.
+    """
+
+    _schedule = "sqrt"
+
+    def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, batch_size=1,
+                 max_iter=500, log_every=10, n_eval=10000, random_state=0,
+                 memory_limit_gb=None):
+        self.lam = lam
+        self.tau = tau
+        self.constraint = constraint
+        self.step = step
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.log_every = log_every
+        self.n_eval = n_eval
+        self.random_state = random_state
+        self.memory_limit_gb = memory_limit_gb
+
+
+class LowRankSGDBatch(LowRankSGD):
+    """SGD-Batch of Fig. 2 (Qian et al. 2015a): mini-batches of 10 triplets, constant step.
+
+    Same parameters and attributes as :class:`LowRankSGD`; ``batch_size`` defaults to 10
+    ("according to the suggestion in (Qian et al. 2015a)") and ``step`` is a constant η (searched
+    in the paper).
+
+    References
+    ----------
+    J. Zhang and L. Zhang. AAAI 2017, §Experiments; Qian et al., MLJ 99(3), 2015.
+    """
+
+    _schedule = "constant"
+
+    def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, batch_size=10,
+                 max_iter=500, log_every=10, n_eval=10000, random_state=0,
+                 memory_limit_gb=None):
+        super().__init__(lam=lam, tau=tau, constraint=constraint, step=step,
+                         batch_size=batch_size, max_iter=max_iter, log_every=log_every,
+                         n_eval=n_eval, random_state=random_state,
+                         memory_limit_gb=memory_limit_gb)
+
+
+class LowRankFW(_DenseBase):
+    """FW of Fig. 2: Frank-Wolfe on F over ``S₊ ∩ {‖W‖_F ≤ τ}``, γ_t = min(1, c/(t + 2)).
+
+    ``W_{t+1} = (1 − γ_t) W_t + γ_t S_t`` with ``S_t = argmin_{S ∈ S₊ ∩ ball} ⟨∇F(W_t), S⟩``.
+    Over the Frobenius ball the linear minimiser is ``τ N/‖N‖_F``, ``N = Π_{S₊}(−∇F)`` (all
+    negative eigen-directions of ∇F, one ``eigh`` of a d×d matrix per iteration) — not a single
+    top eigenvector, which is the minimiser over the spectrahedron {tr S ≤ τ} of Ying & Li (2012);
+    spectral ball: ``τ Σ_{θ_i>0} v_i v_iᵀ``. The duality gap ``⟨∇F(W_t), W_t − S_t⟩`` bounds
+    ``F(W_t) − F*`` for the (subgradient-)linearisation and stops the loop at ``tol``.
+
+    Parameters
+    ----------
+    lam, tau, constraint : as :class:`SGDIncSVD`.
+    step : float, default=2.0
+        c of γ_t = c/(t + 2) (clipped at 1); c = 2 is the classical Frank-Wolfe step (Jaggi
+        2013). The paper searches c ∈ {1e-7, …, 10}.
+    max_iter : int, default=500
+    tol : float, default=0.0
+        Stop when the gap is ≤ ``tol · |F(W_t)|`` (0: run ``max_iter`` iterations, as in the
+        paper's Fig. 2, without warning).
+    memory_limit_gb : float or None, default=None
+        As :class:`LowRankGD`.
+
+    Attributes
+    ----------
+    optimality_ : float
+        Relative duality gap ``gap/|F|`` at the returned W (``optimality_measure``
+        ``"relative_duality_gap"``; what ``tol`` tests).
+
+    References
+    ----------
+    J. Zhang and L. Zhang. AAAI 2017, §Experiments; M. Jaggi. Revisiting Frank-Wolfe. ICML 2013.
+    """
+
+    _schedule = "fw"
+    _full_gradient = True
+    optimality_measure = "relative_duality_gap"
+
+    def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=2.0, max_iter=500,
+                 tol=0.0, memory_limit_gb=None):
+        self.lam = lam
+        self.tau = tau
+        self.constraint = constraint
+        self.step = step
+        self.max_iter = max_iter
+        self.tol = tol
+        self.memory_limit_gb = memory_limit_gb
+
+    def _check_params(self):
+        self._check_common()
+        if self.tol < 0:
+            raise ValueError(f"tol must be >= 0, got {self.tol}")
+
+    def _vertex(self, W, G):
+        """The linear minimiser S and the gap ``⟨∇F(W), W − S⟩`` (G: the hinge gradient), with
+        ``∇F = G + λI``."""
+        A = np.negative(G)
+        A.flat[::len(W) + 1] -= self.lam               # −∇F: only its positive eigenpairs count
+        theta, V = self._eigh_above(A, 0.0)
+        S, _ = _from_top_eigenpairs(
+            V, linear_minimizer_eigenvalues(theta, self.tau, self.constraint))
+        gap = np.vdot(G, W) - np.vdot(G, S) + self.lam * (np.trace(W) - np.trace(S))
+        return S, float(gap)
+
+    def _update(self, t, W, G, gamma):
+        S, gap = self._vertex(W, G)
+        stop = self.tol > 0 and gap <= self.tol * abs(self._last_f)
+        if stop:
+            return W, {"gap": gap, "stop": stop}
+        S *= gamma
+        W_new = np.multiply(W, 1 - gamma)
+        W_new += S
+        return W_new, {"gap": gap, "stop": stop}
+
+    def _gradient(self, X, triplets, W, rng):
+        f, G = super()._gradient(X, triplets, W, rng)
+        self._last_f = f
+        return f, G
+
+    def _optimality(self, W):
+        f, G = self._full(W)
+        return self._vertex(W, G)[1] / abs(f)
+
+
+class LowRankSGDOne(_DenseBase):
+    """SGD-One of Fig. 2 (Mahdavi et al. 2012): stochastic gradient with one projection at the end.
+
+    The PSD constraint is the convex function constraint ``g(W) = −λ_min(W) ≤ 0`` (subgradient
+    ``−v vᵀ``, v a unit eigenvector of λ_min, one extreme eigenvector per iteration instead of a
+    projection); the iterates only stay in the simple ball B = {‖W‖_F ≤ τ} (a scaling). With the
+    augmented Lagrangian ``F(W) + μ g(W) − (γ/2) μ²`` (Mahdavi et al.'s Algorithm 1):
+
+        W_{t+1} = Π_B[W_t − η(g_t + λI + μ_t ∇g(W_t))],   μ_{t+1} = [(1 − γη) μ_t + η g(W_t)]₊,
+
+    and the returned metric is the projection (Theorem 3) of the average iterate onto
+    ``S₊ ∩ B`` — the only eigendecomposition of the run.
+
+    Parameters
+    ----------
+    lam, tau, constraint : as :class:`SGDIncSVD` (``constraint="spectral"`` uses the spectral
+        ball as B).
+    step : float, default=1.0
+        Constant step η (searched in the paper).
+    gamma : float, default=1.0
+        γ of the augmented Lagrangian (not given by Zhang & Zhang; Mahdavi et al. tie it to the
+        bounds of the problem).
+    batch_size : int, default=10
+        Triplets per stochastic gradient (not stated in the paper; the SGD-Batch value).
+    max_iter, log_every, n_eval, random_state : as :class:`SGDIncSVD`. The logged objective is
+        that of the final solution's rule (projected average) at that iteration.
+    memory_limit_gb : float or None, default=None
+        As :class:`LowRankGD`.
+
+    Attributes
+    ----------
+    optimality_ : float
+        NaN: no stopping rule (``optimality_measure`` ``"none (fixed number of iterations)"``).
+
+    References
+    ----------
+    M. Mahdavi, T. Yang, R. Jin, S. Zhu and J. Yi. Stochastic gradient descent with only one
+    projection. NIPS 2012. J. Zhang and L. Zhang. AAAI 2017, §Experiments.
+    """
+
+    _schedule = "constant"
+    _n_dense = 6    # W, the running average of the iterates and the step's arrays at the peak
+
+    def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, gamma=1.0,
+                 batch_size=10, max_iter=500, log_every=10, n_eval=10000, random_state=0,
+                 memory_limit_gb=None):
+        self.lam = lam
+        self.tau = tau
+        self.constraint = constraint
+        self.step = step
+        self.gamma = gamma
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.log_every = log_every
+        self.n_eval = n_eval
+        self.random_state = random_state
+        self.memory_limit_gb = memory_limit_gb
+
+    def _check_params(self):
+        self._check_common()
+        if self.gamma < 0:
+            raise ValueError(f"gamma must be >= 0, got {self.gamma}")
+
+    def _prepare(self, X, triplets):
+        super()._prepare(X, triplets)
+        d = X.shape[1]
+        self._mu, self._v, self._avg, self._count = 0.0, None, np.zeros((d, d)), 0
+
+    def _min_eigpair(self, W):
+        d = len(W)
+        if d <= DENSE_EIGH_MAX_DIM:
+            lam, V = scipy.linalg.eigh(W, subset_by_index=[0, 0])
+            return float(lam[0]), V[:, 0]
+        if not W.any():                                # W_1 = 0: any unit vector, λ_min = 0
+            return 0.0, np.full(d, 1 / np.sqrt(d))
+        v0 = self._v if self._v is not None else np.random.default_rng(0).standard_normal(d)
+        try:
+            lam, V = eigsh(W, k=1, which="SA", v0=v0, tol=1e-8)
+        except (ArpackNoConvergence, ArpackError):     # rare: the exact dense answer
+            lam, V = scipy.linalg.eigh(W, subset_by_index=[0, 0])
+        return float(lam[0]), V[:, 0]
+
+    def _update(self, t, W, G, eta):
+        lam_min, v = self._min_eigpair(W)
+        self._v = v
+        g_val = -lam_min
+        W_new = np.multiply(G, -eta)                   # W − η(G + λI − μ v vᵀ)
+        W_new.flat[::len(W) + 1] -= eta * self.lam
+        if self._mu > 0:                               # μ ∇g(W) = −μ v vᵀ
+            W_new += np.outer(v, (eta * self._mu) * v)
+        W_new += W
+        norm = (np.linalg.norm(W_new) if self.constraint == "frobenius"
+                else np.linalg.norm(W_new, 2))
+        if norm > self.tau:
+            W_new *= self.tau / norm
+        self._mu = max(0.0, (1 - self.gamma * eta) * self._mu + eta * g_val)
+        self._count += 1
+        self._avg *= (self._count - 1) / self._count  # the running mean of the iterates
+        self._avg += W_new / self._count
+        return W_new, {"multiplier": self._mu}
+
+    def _report(self, W):
+        return self._final(W)
+
+    def _final(self, W):
+        mu, V = eigh_all(self._avg)
+        return _from_top_eigenpairs(V, project_eigenvalues(mu, 0.0, self.tau, self.constraint))[0]
