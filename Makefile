@@ -49,9 +49,9 @@ reproduction-report:
 reproduce-lfw:
 	dmlbench reproduce ying2012-table6 shen2014-table2 --n-jobs $(N_JOBS)
 
-# issue #23: every method on every data set under one protocol, with ranks and significance tests
-# (configs/leaderboard.yaml; resumable, a few days of background runs for the full board), and its
-# CI tier on the bundled sets (configs/leaderboard_quick.yaml, ~30 s)
+# the leaderboard: every method on every data set under one protocol, with ranks and significance
+# tests (configs/leaderboard.yaml; resumable, a few days of background runs for the full board),
+# and its CI tier on the bundled sets (configs/leaderboard_quick.yaml, ~30 s)
 .PHONY: leaderboard leaderboard-quick
 leaderboard:
 	dmlbench leaderboard -j $(N_JOBS)
@@ -59,21 +59,23 @@ leaderboard:
 leaderboard-quick:
 	dmlbench leaderboard --quick
 
-# issue #22 item 4: the LFW restricted protocol on drawn Yale B folds (DML-eig, ITML, LDML, Euclidean)
+# the verification stand-in: the LFW restricted protocol (Huang et al. 2007) on drawn Yale B folds
+# (DML-eig, ITML, LDML, Euclidean)
 .PHONY: verification-standin
 verification-standin:
 	$(PYTHON) -m dml_bench.reproduction.studies.verification_standin --out results/verification_yale_b
 
-# the performance record: results/bench/ (paper_times*.csv/.md/.png: every timing row of the
-# papers, resumable; floor.csv: per-iteration time against the measured floor, USPS)
+# the performance record, from the timing scripts of benchmarks/timing/: results/bench/
+# (paper_times*.csv/.md/.png: every timing row of the papers, resumable; floor.csv: per-iteration
+# time against the measured floor, USPS). The diagnoses of benchmarks/diagnoses/ run by hand.
 bench:
-	$(PYTHON) benchmarks/bench_paper_times.py
-	$(PYTHON) benchmarks/hardware_floor.py
-	$(PYTHON) benchmarks/bench_metric_learn.py
-	$(PYTHON) benchmarks/bench_scaling.py
-	$(PYTHON) benchmarks/bench_float32.py
-	$(PYTHON) benchmarks/bench_pair_distances.py
-	$(PYTHON) benchmarks/bench_eigh_drivers.py
+	$(PYTHON) benchmarks/timing/bench_paper_times.py
+	$(PYTHON) benchmarks/timing/hardware_floor.py
+	$(PYTHON) benchmarks/timing/bench_metric_learn.py
+	$(PYTHON) benchmarks/timing/bench_scaling.py
+	$(PYTHON) benchmarks/timing/bench_float32.py
+	$(PYTHON) benchmarks/timing/bench_pair_distances.py
+	$(PYTHON) benchmarks/timing/bench_eigh_drivers.py
 
 clean:
 	rm -rf results/quickstart results/*_quick .pytest_cache

@@ -260,7 +260,7 @@ def reproduce(obj, targets, all_targets, quick, precise, check_baseline, n_jobs,
     run here (data not available, protocol not supported) says why and makes the command exit
     with status 3 — unless --all, which skips it.
     """
-    from .experiment.config import ConfigError
+    from .experiment.schema import ConfigError
     from .reproduction.targets import TargetUnavailable, load_targets, reproduce as run_target
 
     _exit_on_sigterm()

@@ -127,20 +127,23 @@ def registry(monkeypatch):
 
 @pytest.fixture(scope="module")
 def benchmark_script():
-    """Import a script of ``benchmarks/`` (not a package) by its name, e.g. ``seed_diagnosis``."""
+    """Import a script of ``benchmarks/`` (not a package) by its path in that folder without the
+    suffix, e.g. ``diagnoses/seed_diagnosis``, with the script's own folder on ``sys.path`` as
+    when it runs (the scripts import their siblings)."""
     import importlib.util
 
-    folder = Path(__file__).resolve().parents[1] / "benchmarks"
-
-    def load(name: str):
-        spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses resolve their string annotations through it
-        spec.loader.exec_module(module)
-        return module
+    root = Path(__file__).resolve().parents[1] / "benchmarks"
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(folder))  # the scripts import their siblings, as when run
+        def load(name: str):
+            path = root / f"{name}.py"
+            patch.syspath_prepend(str(path.parent))
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[path.stem] = module  # dataclasses resolve string annotations through it
+            spec.loader.exec_module(module)
+            return module
+
         yield load
 
 

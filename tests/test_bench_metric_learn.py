@@ -1,4 +1,5 @@
-"""``benchmarks/bench_metric_learn.py``: our side on wine (no metric-learn venv), CSV and table."""
+"""``benchmarks/timing/bench_metric_learn.py``: our side on wine (no metric-learn venv), CSV and
+table."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dml_bench.splits import derive_seed, train_test_split_indices
 
 
 def test_quick_run_of_our_side(benchmark_script, tmp_path, monkeypatch):
-    bench = benchmark_script("bench_metric_learn")
+    bench = benchmark_script("timing/bench_metric_learn")
     monkeypatch.setenv(bench.VENV_ENV, str(tmp_path / "venv"))
     bench.main(["--quick", "--no-metric-learn", "--out", str(tmp_path)])
     assert not (tmp_path / "venv").exists()
@@ -31,7 +32,7 @@ def test_quick_run_of_our_side(benchmark_script, tmp_path, monkeypatch):
 
 
 def test_methods_refits_only_those_and_keeps_the_other_rows(benchmark_script, tmp_path):
-    bench = benchmark_script("bench_metric_learn")
+    bench = benchmark_script("timing/bench_metric_learn")
     bench.main(["--quick", "--no-metric-learn", "--out", str(tmp_path)])
     before = pd.read_csv(tmp_path / "metric_learn.csv", dtype={"correct": str})
     bench.main(["--quick", "--no-metric-learn", "--out", str(tmp_path), "--methods", "RCA"])
@@ -43,7 +44,7 @@ def test_methods_refits_only_those_and_keeps_the_other_rows(benchmark_script, tm
 
 
 def test_both_sides_get_the_documented_split(benchmark_script):
-    bench = benchmark_script("bench_metric_learn")
+    bench = benchmark_script("timing/bench_metric_learn")
     X_train, y_train, X_test, y_test, *_ = bench.prepare_split(bench.task("wine", 1, "lmnn"))
     X, y, _ = load_dataset("wine")
     train, test = train_test_split_indices(y, 0.7, derive_seed(0, "wine", 1))
@@ -57,7 +58,7 @@ def test_both_sides_get_the_documented_split(benchmark_script):
 def test_paired_p_pools_the_splits_both_implementations_classified(benchmark_script):
     from scipy.stats import binomtest
 
-    bench = benchmark_script("bench_metric_learn")
+    bench = benchmark_script("timing/bench_metric_learn")
     rows = [("dml_bench", 0, "1101"), ("metric-learn", 0, "1000"), ("dml_bench", 1, "10"),
             ("metric-learn", 1, "01"), ("dml_bench", 2, "11")]  # split 2: metric-learn failed
     runs = pd.DataFrame([{"dataset": "wine", "method": "LMNN", "implementation": impl,
@@ -80,7 +81,7 @@ def test_same_problem_rows_fit_our_itml_on_metric_learns_pairs_and_bounds(benchm
                                                                           monkeypatch):
     """The worker's problem (pairs, similar first, and bounds) reaches our ITML unchanged, with
     metric-learn's constants and stopping rule, and the row compares with metric-learn's ITML."""
-    bench = benchmark_script("bench_metric_learn")
+    bench = benchmark_script("timing/bench_metric_learn")
     method = next(iter(bench.SAME_PROBLEM))
     part = bench.prepare_split(bench.task("wine", 0, "euclidean"))
     pairs = np.array([[0, 1], [2, 3], [4, 5], [0, 7], [8, 9]])

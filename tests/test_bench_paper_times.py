@@ -1,5 +1,5 @@
-"""``benchmarks/bench_paper_times.py`` on one cheap cell and the floor formulas of
-``benchmarks/hardware_floor.py`` on tiny cases."""
+"""``benchmarks/timing/bench_paper_times.py`` on one cheap cell and the floor formulas of
+``benchmarks/timing/hardware_floor.py`` on tiny cases."""
 
 from __future__ import annotations
 
@@ -17,13 +17,14 @@ pytestmark = pytest.mark.usefixtures("tmp_cache")
 
 @pytest.fixture(scope="module")
 def scripts():
-    """Import ``benchmarks/`` scripts as modules, with the folder on the path as when they run
-    (bench_paper_times imports its sibling hardware_floor)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
+    """Import ``benchmarks/timing/`` scripts as modules, with the folder on the path as when they
+    run (bench_paper_times imports its sibling hardware_floor)."""
+    folder = str(ROOT / "benchmarks" / "timing")
+    sys.path.insert(0, folder)
     try:
         yield importlib.import_module
     finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+        sys.path.remove(folder)
 
 
 @pytest.fixture(scope="module")

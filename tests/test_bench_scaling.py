@@ -1,4 +1,4 @@
-"""``benchmarks/bench_scaling.py``: a ``--quick`` run on tiny sizes and the slope fit."""
+"""``benchmarks/timing/bench_scaling.py``: a ``--quick`` run on tiny sizes and the slope fit."""
 
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ pytestmark = pytest.mark.usefixtures("tmp_cache")
 
 @pytest.fixture(scope="module")
 def bench(benchmark_script):
-    return benchmark_script("bench_scaling")
+    return benchmark_script("timing/bench_scaling")
 
 
 def test_quick_run_writes_rows_slopes_and_figure(bench, mirror, tmp_path):
     # DEXTER (300 rows) at d = 500 and 1000: the smallest data set of the four sweeps
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_scaling.py"), "--quick",
+    script = ROOT / "benchmarks" / "timing" / "bench_scaling.py"
+    subprocess.run([sys.executable, str(script), "--quick",
                     "--solver", "sgd_incsvd", "--sweep", "sparse", "--out", str(tmp_path)],
                    check=True, capture_output=True, text=True)
     rows = pd.read_csv(tmp_path / "scaling.csv")

@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from dml_bench.common import resources, safe_yaml
-from dml_bench.experiment.config import ConfigError, load_config, parse_config
+from dml_bench.experiment.config import load_config, parse_config
+from dml_bench.experiment.schema import ConfigError
 from dml_bench.datasets import DataNotAvailable
 from dml_bench.datasets.errors import DataTooLarge
 from dml_bench.datasets.loader import file_spec

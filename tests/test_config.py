@@ -10,7 +10,8 @@ import yaml
 from click.testing import CliRunner
 
 from dml_bench.cli import main
-from dml_bench.experiment.config import ConfigError, Experiment, load_config, parse_config
+from dml_bench.experiment.config import Experiment, load_config, parse_config
+from dml_bench.experiment.schema import ConfigError
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
 

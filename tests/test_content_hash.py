@@ -22,7 +22,7 @@ from dml_bench.datasets.spec import spec_from_arrays
 from dml_bench.run.results import log_segments
 from dml_bench.experiment.knn import all_tasks
 from dml_bench.run.tuning import tune_tasks
-from dml_bench.experiment.verification import data_digest as verification_digest
+from dml_bench.experiment.verification_tasks import data_digest as verification_digest
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
 

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dml_bench.experiment.config import ConfigError, parse_config
+from dml_bench.experiment.config import parse_config
+from dml_bench.experiment.schema import ConfigError
 from dml_bench.report.figures import figure_data, plot_figure
 from dml_bench.run.results import RunStore
 

@@ -200,3 +200,60 @@ def test_every_subpackage_docstring_names_its_stage():
         doc = ast.get_docstring(ast.parse(init.read_text())) or ""
         stage = names[stage_of(module)]
         assert f"{stage} stage" in doc.lower(), f"{module}: its docstring names no {stage!r} stage"
+
+
+#: the longest module, in lines, of the package
+MAX_MODULE_LINES = 600
+#: the longest function, in lines from its ``def`` to its end (docstring included)
+MAX_FUNCTION_LINES = 80
+#: the solvers' numerical kernels allowed to be longer: (module path, qualified name) → why
+LONG_KERNELS = {
+    ("solvers/lmnn.py", "LMNN._fit"):
+        "the gradient loop of LMNN, whose steps share its step size and active set",
+    ("solvers/eigen_update.py", "_secular_roots"):
+        "a numba kernel: one compiled loop over the secular equation's roots",
+}
+
+
+def function_lengths(source: str) -> dict[str, int]:
+    """``{qualified name: lines from its def to its end}`` of every function of ``source``, the
+    nested ones and methods included (``Class.method``, ``outer.inner``)."""
+    out = {}
+
+    def visit(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = prefix + child.name
+                if not isinstance(child, ast.ClassDef):
+                    out[name] = child.end_lineno - child.lineno + 1
+                visit(child, name + ".")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(source), "")
+    return out
+
+
+def test_function_lengths_count_from_def_to_end_with_docstring_and_nesting():
+    source = ('import x\n\n\n@decorator\ndef f(a,\n      b):\n    """Doc.\n\n    More.\n    """\n'
+              '    def g():\n        return 1\n    return g\n\n\nclass C:\n    def m(self):\n'
+              '        pass\n')
+    assert function_lengths(source) == {"f": 9, "f.g": 2, "C.m": 2}
+
+
+def test_no_module_or_function_is_too_long():
+    modules, functions = [], []
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        source = path.read_text()
+        if len(source.splitlines()) > MAX_MODULE_LINES:
+            modules.append(f"{rel}: {len(source.splitlines())} lines")
+        functions += [f"{rel}:{name}: {length} lines"
+                      for name, length in function_lengths(source).items()
+                      if length > MAX_FUNCTION_LINES and (rel, name) not in LONG_KERNELS]
+    assert modules == [], f"modules over {MAX_MODULE_LINES} lines"
+    assert functions == [], f"functions over {MAX_FUNCTION_LINES} lines"
+    # an exemption the code no longer needs is taken off the list
+    for rel, name in LONG_KERNELS:
+        assert function_lengths((ROOT / rel).read_text()).get(name, 0) > MAX_FUNCTION_LINES, \
+            f"{rel}:{name} is no longer over {MAX_FUNCTION_LINES} lines: drop its exemption"

@@ -189,12 +189,46 @@ def test_quick_board_runs_resumes_and_writes_its_statistics(tmp_path):
 
 def test_the_hosts_sentence_counts_complete_cells_per_cpu_in_words():
     """One cell is "1 cell"; cells that did not complete name no host; an empty host is "not
-    recorded" (rows from before ``cpu_model`` was logged)."""
+    recorded" (rows without a ``cpu_model``). The board's ``hosts_note`` follows the list."""
     from dml_bench.leaderboard.page import _hosts_sentence
     table = pd.DataFrame({"status": ["complete"] * 4 + ["over_budget"],
                           "hosts": ["", "", "", "CPU B", "CPU C"]})
-    assert _hosts_sentence(table).startswith("The final fits ran on: not recorded (3 cells), "
-                                             "CPU B (1 cell);")
+    assert _hosts_sentence(table) == ("The final fits ran on: not recorded (3 cells), "
+                                      "CPU B (1 cell).")
+    assert _hosts_sentence(table, "a note.") == ("The final fits ran on: not recorded (3 cells), "
+                                                 "CPU B (1 cell); a note.")
+
+
+def test_the_hosts_note_is_read_from_the_board_config_and_shown_on_the_page(small_board,
+                                                                            tmp_path):
+    from dml_bench.experiment.config import ConfigError
+    from dml_bench.leaderboard.board import load_board
+
+    data = yaml.safe_load(small_board.read_text())
+    data["leaderboard"]["hosts_note"] = "a finding\n  about   hosts (`where.csv`)."
+    small_board.write_text(yaml.safe_dump(data))
+    assert load_board(small_board).hosts_note == "a finding about hosts (`where.csv`)."
+    _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
+            "--solver", "euclidean")
+    md = (tmp_path / "r" / "leaderboard_quick" / "LEADERBOARD.md").read_text()
+    assert " cells); a finding about hosts (`where.csv`).\n" in md
+    data["leaderboard"]["hosts_note"] = ["not", "text"]
+    small_board.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=r"leaderboard\.hosts_note: unexpected value"):
+        load_board(small_board)
+    del data["leaderboard"]["hosts_note"]
+    small_board.write_text(yaml.safe_dump(data))
+    assert load_board(small_board).hosts_note == ""
+
+
+def test_the_committed_boards_declare_the_hosts_note():
+    """The page's sentence on hosts comes from the board config, the same on both boards."""
+    from dml_bench.leaderboard.board import load_board
+
+    notes = {load_board(REPO / "configs" / name).hosts_note
+             for name in ("leaderboard.yaml", "leaderboard_quick.yaml")}
+    assert notes == {"hosts of one nominal size differ by up to a factor of 2 on the same fit, "
+                     "in either direction by workload (`results/leaderboard_diagnosis/hosts.md`)."}
 
 
 @pytest.fixture
@@ -658,7 +692,7 @@ def test_statistics_rank_finished_sets_only_with_missing_results_last():
 
 
 def test_scaling_diagnosis_rare_feature_share_against_dense_counts(benchmark_script):
-    diagnosis = benchmark_script("leaderboard_scaling_diagnosis")
+    diagnosis = benchmark_script("diagnoses/leaderboard_scaling_diagnosis")
     rng = np.random.default_rng(5)
     X = rng.poisson(0.3, (12, 40)) * rng.uniform(0.5, 2.0, 40)
     dense_seen = (X != 0).sum(axis=0)
@@ -669,7 +703,7 @@ def test_scaling_diagnosis_rare_feature_share_against_dense_counts(benchmark_scr
 
 
 def test_experiment_of_reads_a_board_config_and_a_run_config(tmp_path):
-    from dml_bench.experiment.config import ConfigError
+    from dml_bench.experiment.schema import ConfigError
     from dml_bench.leaderboard.board import experiment_of
 
     assert experiment_of(REPO / "configs" / "leaderboard_quick.yaml").name == "leaderboard_quick"

@@ -16,7 +16,8 @@ import yaml
 from click.testing import CliRunner
 
 from dml_bench.cli import main
-from dml_bench.experiment.config import ConfigError, parse_config
+from dml_bench.experiment.config import parse_config
+from dml_bench.experiment.schema import ConfigError
 from dml_bench.datasets import DataIntegrityError, DataNotAvailable
 from dml_bench.datasets.lfw import (LFW_SIFT_ENV, lfw_image_name, load_lfw_pairs, load_lfw_pixels,
                                     load_lfw_table, save_lfw_sift)
@@ -297,7 +298,7 @@ def test_report_counts_the_lfw_tasks_still_to_run_once_the_file_is_supplied(npz_
     still to run (none as without data); without it, every entry as without data."""
     from dml_bench.reproduction.targets import target_experiment
     from dml_bench.reproduction.report import tasks_not_run
-    from dml_bench.experiment.verification import verification_tasks
+    from dml_bench.experiment.verification_tasks import verification_tasks
 
     targets = load_targets()
     exp = target_experiment(targets["ying2012-table6"], targets)

@@ -20,7 +20,8 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.preprocessing import StandardScaler
 
 from dml_bench.cli import main
-from dml_bench.experiment.config import ConfigError, parse_config
+from dml_bench.experiment.config import parse_config
+from dml_bench.experiment.schema import ConfigError
 from dml_bench.datasets import (DATASETS, DataIntegrityError, DataNotAvailable, dataset_status,
                                 load_dataset)
 from dml_bench.datasets.openml_source import ENV_OPENML_CACHE, openml_suite_datasets

@@ -26,7 +26,8 @@ from click.testing import CliRunner
 from conftest import OPENML_WINE_ID, lay_out_openml
 
 from dml_bench.cli import main
-from dml_bench.experiment.config import ConfigError, load_config, parse_config
+from dml_bench.experiment.config import load_config, parse_config
+from dml_bench.experiment.schema import ConfigError
 from dml_bench.datasets import DataNotAvailable
 from dml_bench.leaderboard.run import _sizes
 

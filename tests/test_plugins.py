@@ -24,7 +24,8 @@ from click.testing import CliRunner
 from sklearn.datasets import dump_svmlight_file, load_iris, load_wine
 
 from dml_bench.cli import main
-from dml_bench.experiment.config import ConfigError, parse_config
+from dml_bench.experiment.config import parse_config
+from dml_bench.experiment.schema import ConfigError
 from dml_bench.datasets import DATASETS, DataNotAvailable, DataParseError, load_dataset
 from dml_bench.datasets.spec import as_dataset_spec
 from dml_bench.constraints import GENERATORS

@@ -1,4 +1,5 @@
-"""``benchmarks/profile_parts.py``: py-spy's collapsed stacks charged to statements and classes."""
+"""``benchmarks/timing/profile_parts.py``: py-spy's collapsed stacks charged to statements and
+classes."""
 
 import pytest
 
@@ -16,7 +17,7 @@ run (/venv/lib/python3.11/site-packages/dml_bench/solvers/linalg.py:460);0x7f569
 
 @pytest.fixture(scope="module")
 def profile_parts(benchmark_script):
-    return benchmark_script("profile_parts")
+    return benchmark_script("timing/profile_parts")
 
 
 def test_samples_are_charged_to_the_innermost_package_statement(profile_parts, tmp_path):

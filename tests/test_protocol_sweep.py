@@ -1,4 +1,5 @@
-"""``benchmarks/protocol_sweep.py``: the variant grids, merging reruns, and the protocol ranking."""
+"""``benchmarks/diagnoses/protocol_sweep.py``: the variant grids, merging reruns, and the protocol
+ranking."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ DML_EIG, SDP = "ying2012_table4/dml_eig", "shen2010_table2/sdpmetric_squared_hin
 
 @pytest.fixture(scope="module")
 def sweep(benchmark_script):
-    return benchmark_script("protocol_sweep")
+    return benchmark_script("diagnoses/protocol_sweep")
 
 
 def test_variant_grid_and_restriction(sweep):

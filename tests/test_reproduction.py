@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from dml_bench.reproduction import targets as reproduction
 from dml_bench.report.check import write_baseline
 from dml_bench.cli import main
-from dml_bench.experiment.config import load_config
+from dml_bench.experiment.config import ConfigError, load_config
 from dml_bench.papers import list_paper_tables
 from dml_bench.report.html import render_html
 from dml_bench.reproduction.report import collect, counts, render_markdown
@@ -335,20 +335,41 @@ def test_a_sigterm_whose_exit_was_dropped_stops_the_run_after_its_row(tmp_path, 
     assert [row["task_id"] for row in recorded] == ["a", "b"]  # the second row is kept
 
 
-def test_a_committed_sensitivity_sweep_shows_beside_the_cells(tiny_target):
-    """``results/<experiment>_diagnosis/*_sensitivity_*.csv`` give the range column and the
-    sentence naming the variant that matches most cells (values written here, so known)."""
+def _declare_sweep(root: Path, **entry) -> None:
+    """Give the tiny target a ``diagnoses:`` entry in its targets file."""
+    path = root / "targets.yaml"
+    spec = yaml.safe_load(path.read_text())
+    spec["targets"]["tiny-table"]["diagnoses"] = [entry]
+    path.write_text(yaml.safe_dump(spec))
+
+
+def test_a_declared_sensitivity_sweep_shows_beside_the_cells(tiny_target):
+    """The sweep a target declares (folder, cells and variants CSVs, axes) gives the range column
+    and the sentence naming the variant that matches most cells (values written here, so
+    known); a sweep in a folder the target does not declare is not read."""
     results = tiny_target / "results"
     reproduce("tiny-table", results_root=results, echo=lambda m: None)
-    sweep = results / "tiny_diagnosis"
+    sweep = results / "sweeps"
     sweep.mkdir()
     pd.DataFrame({"dataset": ["wine"] * 3 + ["iris"], "solver": ["dml_eig"] * 4,
                   "scale": ["none", "unit_mean", "none", "none"],
-                  "error": [1.0, 2.75, 0.5, 9.0]}).to_csv(
-        sweep / "dml_eig_sensitivity_summary.csv", index=False)
+                  "mean": [1.0, 2.75, 0.5, 9.0]}).to_csv(sweep / "cells.csv", index=False)
     pd.DataFrame({"scale": ["unit_mean", "none"], "cells": [2, 2], "matched": [2, 1],
                   "mean_abs_gap": [0.25, 1.5], "headline": [False, True]}).to_csv(
-        sweep / "dml_eig_sensitivity_protocols.csv", index=False)
+        sweep / "variants.csv", index=False)
+    undeclared = results / "tiny_diagnosis"  # the folder name alone makes nothing shown
+    undeclared.mkdir()
+    pd.DataFrame({"dataset": ["wine"], "solver": ["dml_eig"], "error": [40.0]}).to_csv(
+        undeclared / "dml_eig_sensitivity_summary.csv", index=False)
+    pd.DataFrame({"scale": ["none"], "cells": [2], "matched": [0], "mean_abs_gap": [9.0],
+                  "headline": [True]}).to_csv(
+        undeclared / "dml_eig_sensitivity_protocols.csv", index=False)
+    (entry,) = collect(results)
+    assert entry["comparisons"][0][1]["sweep_low"].isna().all() and entry["sweeps"] == []
+    assert "| sweep range |" not in render_markdown([entry], results)
+
+    _declare_sweep(tiny_target, folder="sweeps", cells="cells.csv", variants="variants.csv",
+                   axes=["scale"], value="mean")
     (entry,) = collect(results)
     (_, comparison), = entry["comparisons"]
     wine = comparison[(comparison["dataset"] == "wine") & (comparison["label"] == "dml_eig")]
@@ -358,8 +379,63 @@ def test_a_committed_sensitivity_sweep_shows_beside_the_cells(tiny_target):
     assert "| sweep range |" in markdown
     assert "| **0.50–2.75** |" in markdown  # the paper's 1.35 lies inside
     assert "| 9.00–9.00 |" in markdown  # iris: paper 3.11 outside
+    assert f"*Sensitivity sweep* (`{(sweep / 'variants.csv').as_posix()}`, 2 protocol " \
+           "variants over scale;" in markdown
     assert ("the headline protocol matches 1 of 2; the single variant matching most swept cells "
             "is scale unit_mean: 2 of 2 (mean |ours − paper| 0.25)") in markdown
+    assert "40.00" not in markdown and "0 of 2" not in markdown  # the undeclared sweep's
+
+
+def test_a_declared_sweep_without_its_file_or_columns_is_left_out(tiny_target, capsys):
+    """A results root without the declared files shows no sweep (a sweep is committed work, not
+    part of a run); a file without a declared column is named in a warning."""
+    results = tiny_target / "results"
+    reproduce("tiny-table", results_root=results, echo=lambda m: None)
+    (results / "sweeps").mkdir()
+    pd.DataFrame({"dataset": ["wine"], "solver": ["dml_eig"], "error": [1.0]}).to_csv(
+        results / "sweeps" / "cells.csv", index=False)
+    _declare_sweep(tiny_target, folder="sweeps", cells="cells.csv", variants="absent.csv",
+                   axes=["scale"], value="mean")
+    (entry,) = collect(results)
+    assert entry["comparisons"][0][1]["sweep_low"].isna().all() and entry["sweeps"] == []
+    err = capsys.readouterr().err
+    assert f"{results / 'sweeps' / 'cells.csv'}: no column mean (declared under `diagnoses:`" in err
+    assert "absent.csv" not in err
+
+
+@pytest.mark.parametrize("entry, key, problem", [
+    ({"folder": "s", "cells": "c.csv", "variants": "v.csv", "axes": ["a"], "file": "x"},
+     "diagnoses[0].file", "unknown key; valid keys: folder, cells, variants, axes, value"),
+    ({"folder": "/abs", "cells": "c.csv", "variants": "v.csv", "axes": ["a"]},
+     "diagnoses[0].folder", "must be a folder relative to the results root"),
+    ({"folder": "s", "cells": "c.txt", "variants": "v.csv", "axes": ["a"]},
+     "diagnoses[0].cells", "must be the name of a CSV file in the diagnosis's folder"),
+    ({"folder": "s", "cells": "c.csv", "variants": "v.csv", "axes": "a"},
+     "diagnoses[0].axes", "must be a list of column names"),
+    ("s/c.csv", "diagnoses[0]", "must be a mapping with keys folder, cells, variants, axes, "
+                                "value"),
+])
+def test_a_malformed_diagnosis_names_its_key(tiny_target, entry, key, problem):
+    path = tiny_target / "targets.yaml"
+    spec = yaml.safe_load(path.read_text())
+    spec["targets"]["tiny-table"]["diagnoses"] = [entry]
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(ConfigError) as err:
+        load_targets(path)
+    assert str(err.value) == f"{path}: targets.tiny-table.{key}: {problem}"
+
+
+def test_the_committed_targets_declare_their_sweeps_and_each_file_exists():
+    """Every declared sweep's files exist under results/ with the declared columns."""
+    declared = {t.id: t.diagnoses for t in load_targets().values() if t.diagnoses}
+    assert sorted(declared) == ["shen2010-table2", "shen2014-table1", "ying2012-table4"]
+    for diagnoses in declared.values():
+        for d in diagnoses:
+            cells = pd.read_csv(REPO / "results" / d.folder / d.cells, nrows=1)
+            variants = pd.read_csv(REPO / "results" / d.folder / d.variants, nrows=1)
+            assert {"dataset", "solver", d.value} <= set(cells.columns)
+            assert list(variants.columns) == [*d.axes, "cells", "matched", "mean_abs_gap",
+                                              "headline"]
 
 
 def test_a_damaged_or_linked_run_record_is_written_afresh(tmp_path, capsys):

@@ -1,4 +1,5 @@
-"""``benchmarks/seed_diagnosis.py`` on scikit-learn's bundled wine (no mirror needed), one split."""
+"""``benchmarks/diagnoses/seed_diagnosis.py`` on scikit-learn's bundled wine (no mirror needed),
+one split."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("tmp_cache")
 
 @pytest.fixture(scope="module")
 def seed_diagnosis(benchmark_script):
-    return benchmark_script("seed_diagnosis")
+    return benchmark_script("diagnoses/seed_diagnosis")
 
 
 def test_rows_euclidean_error_and_configured_fit(seed_diagnosis):

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from dml_bench.run import runner
-from dml_bench.experiment.config import ConfigError, parse_config
+from dml_bench.experiment.config import parse_config
+from dml_bench.experiment.schema import ConfigError
 from dml_bench.datasets import load_dataset
 from dml_bench.run.execution import failure_row
 from dml_bench.run.runner import run_experiment

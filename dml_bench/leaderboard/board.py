@@ -2,8 +2,10 @@
 
 A board config (``configs/leaderboard.yaml``) is an experiment config plus a ``leaderboard:``
 section: ``fit_budget_seconds`` (every fit's wall-clock budget), ``memory_gb`` and per-solver
-``footprint`` (the "cannot run" rule). The experiment's ``notes:`` (keys ``<data set>/<method>``,
-``*`` for any) are shown under the ranks: a finding about a row, with its diagnosis.
+``footprint`` (the "cannot run" rule), and ``hosts_note``, a finding about the fit times across
+hosts that the page adds to its list of the hosts the final fits ran on. The experiment's
+``notes:`` (keys ``<data set>/<method>``, ``*`` for any) are shown under the ranks: a finding
+about a row, with its diagnosis.
 :func:`load_board` reads it as a :class:`Board`.
 
 A board is run cell by cell (:mod:`dml_bench.leaderboard.run`): one (data set, method) cell is
@@ -24,12 +26,14 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import BoardError, warn
-from ..experiment.config import ConfigError, Experiment, parse_config, read_config_file
+from ..experiment.config import Experiment, parse_config, read_config_file
+from ..experiment.schema import ConfigError
 from ..run.results import append_bytes
 
 CELLS = "cells.csv"
 CELL_COLUMNS = ["dataset", "label", "status", "reason", "budget_seconds", "finished_at"]
-_SECTION = {"fit_budget_seconds": (int, float), "memory_gb": (int, float), "footprint": dict}
+_SECTION = {"fit_budget_seconds": (int, float), "memory_gb": (int, float), "footprint": dict,
+            "hosts_note": str}
 #: a cell's status (other than complete) and its mark in the board's tables
 STATUS_TEXT = {"over_budget": "–", "cannot_run": "n/a", "failed": "failed", "pending": "…",
                "no_data": "no data"}
@@ -44,6 +48,7 @@ class Board:
     memory_gb: float = 8.0
     footprint: dict = field(default_factory=dict)  # solver name → {"dd": c, "nn": c}
     source: str = ""  # the config file (named in the cells' child processes' errors)
+    hosts_note: str = ""  # shown after the hosts of the final fits (one line)
 
     def memory_bytes(self, solver: str, n_train: int, d: int) -> float:
         """Estimated peak memory of one fit: 8 B × (dd·d² + nn·n_train²)."""
@@ -83,12 +88,14 @@ def load_board(path: str | Path) -> Board:
     exp = parse_config(data, source=source)
     _check_note_keys(exp, source)
     return Board(exp, float(rules.get("fit_budget_seconds", 600)),
-                 float(rules.get("memory_gb", 8)), footprint, str(Path(path).resolve()))
+                 float(rules.get("memory_gb", 8)), footprint, str(Path(path).resolve()),
+                 hosts_note=" ".join(rules.get("hosts_note", "").split()))
 
 
 def experiment_of(path: str | Path) -> Experiment:
     """The experiment of a config file: a board config's (one with a ``leaderboard:`` mapping) or
-    an ordinary run config's, for tools that take either (``benchmarks/seed_diagnosis.py``)."""
+    an ordinary run config's, for tools that take either
+    (``benchmarks/diagnoses/seed_diagnosis.py``)."""
     data = read_config_file(Path(path))
     if isinstance(data, dict) and isinstance(data.get("leaderboard"), dict):
         return load_board(path).experiment

@@ -73,14 +73,13 @@ def write_board_report(board: Board, board_dir: Path, mirror=None, cache_dir=Non
     return paths
 
 
-def _hosts_sentence(table: pd.DataFrame) -> str:
-    """Which CPUs the complete cells' final fits ran on: a time holds for its host only."""
+def _hosts_sentence(table: pd.DataFrame, note: str = "") -> str:
+    """Which CPUs the complete cells' final fits ran on (a time holds for its host only),
+    followed by the board's ``hosts_note`` when it declares one."""
     complete = table[table["status"] == "complete"]
     counts = complete["hosts"].replace("", "not recorded").value_counts()
     listed = ", ".join(f"{host} ({n} cell{'s' * (n != 1)})" for host, n in counts.items())
-    return (f"The final fits ran on: {listed}; hosts of one nominal size differ by up to a factor "
-            "of 2 on the same fit, in either direction by workload "
-            "(`results/leaderboard_diagnosis/hosts.md`).")
+    return f"The final fits ran on: {listed}" + (f"; {note}" if note else ".")
 
 
 def _rank_table(st: Statistics) -> pd.DataFrame:
@@ -218,7 +217,8 @@ def _markdown(board: Board, st: Statistics, board_dir: Path, alpha: float,
     lines += ["", "## Time against rank", "",
               "Geometric mean of the final-fit time over the ranked data sets where the method "
               "ran, against its mean rank; red: the Pareto front (no method both faster and "
-              "better ranked). Data: `time_error.csv`. " + _hosts_sentence(st.table), ""]
+              "better ranked). Data: `time_error.csv`. "
+              + _hosts_sentence(st.table, board.hosts_note), ""]
     if st.time_error["fit_time"].notna().any():
         lines += ["![time against rank](figures/time_error.png)", ""]
     lines += ["## Pairwise", "",

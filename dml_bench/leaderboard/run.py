@@ -93,54 +93,115 @@ def run_board(board: Board, results_root: str | Path = "results", *, mirror=None
     no_data = {d for d, _, reason in skipped if reason.startswith("data not available")}
     runs = RunStore(out)
     compact_tuning_log(out)  # a killed run's finished cells
+    cells = _selected_cells(exp, mirror, cache_dir, datasets, solvers)
+    state = _board_state(board, out, no_data, cells)
+    summary = BoardSummary()
+    queue = _queue(state, runs.finished(), summary)
+    ran = _run_queue(board, state, queue, summary, results_root, supersede, echo)
+    _settle(board, state, runs.finished(), ran, summary)
+    compact_tuning_log(out)
+    return summary
+
+
+@dataclass
+class _BoardState:
+    """What a board's run decides its cells by.
+
+    Attributes
+    ----------
+    out : Path
+        The board's results folder.
+    cells : dict
+        (data-set label, solver label) → the cell's tasks, for the selected cells.
+    no_data : set of str
+        Data-set labels whose data cannot be had.
+    sizes : dict
+        Data-set label → (n_train, d) (:func:`_sizes`).
+    marks : DataFrame
+        ``cells.csv`` indexed by (dataset, label).
+    over : dict
+        Solver label → the data-set labels it ran over the budget on (grows as the run goes).
+    """
+
+    out: Path
+    cells: dict
+    no_data: set
+    sizes: dict
+    marks: pd.DataFrame
+    over: dict
+
+
+def _selected_cells(exp: Experiment, mirror, cache_dir, datasets, solvers) -> dict:
+    """(data-set label, solver label) → the cell's tasks, for the selected labels (all when
+    None)."""
     cells: dict[tuple[str, str], list] = {}
     for task in all_tasks(exp, mirror, cache_dir):
         if not (datasets and task.dataset.label not in datasets
                 or solvers and task.solver.label not in solvers):
             cells.setdefault((task.dataset.label, task.solver.label), []).append(task)
-    sizes, marks = _sizes(exp, no_data), read_cells(out).set_index(["dataset", "label"])
+    return cells
+
+
+def _board_state(board: Board, out: Path, no_data: set, cells: dict) -> _BoardState:
+    """The sizes of the data sets and the cells' marks, with each solver's data sets recorded
+    over the board's budget (or a larger one)."""
+    sizes = _sizes(board.experiment, no_data)
+    marks = read_cells(out).set_index(["dataset", "label"])
     over: dict[str, list[str]] = {}  # solver label → data sets it ran over budget on
     for (d, s), row in marks.iterrows():
         if row["status"] == "over_budget" and float(row["budget_seconds"]) >= board.budget:
             over.setdefault(s, []).append(d)
-    summary = BoardSummary()
-    done = runs.finished()
+    return _BoardState(out, cells, no_data, sizes, marks, over)
+
+
+def _queue(state: _BoardState, done: set, summary: BoardSummary) -> list[tuple[str, str]]:
+    """The cells to run: not without data, not complete (``done`` holds the finished task ids),
+    not recorded over budget; the others are counted in ``summary``."""
     queue = []
-    for (d, s), tasks in cells.items():
-        if d in no_data:
+    for (d, s), tasks in state.cells.items():
+        if d in state.no_data:
             summary.no_data += 1
         elif all(t.task_id in done for t in tasks):
             summary.done_before += 1
-        elif d in over.get(s, []):
+        elif d in state.over.get(s, []):
             summary.over_budget += 1
         else:
             queue.append((d, s))
+    return queue
 
-    def verdict(d: str, s: str) -> tuple[str, str] | None:
-        """A declared rule's verdict on a cell before it runs (None: run it)."""
-        n_train, dim = sizes[d]
-        need = board.memory_bytes(cells[d, s][0].solver.name, n_train, dim)
-        if need > board.memory_gb * 2 ** 30:
-            return "cannot_run", (f"memory: an estimated {need / 2 ** 30:.1f} GB for n_train = "
-                                  f"{n_train}, d = {dim} exceeds the {board.memory_gb:g} GB rule")
-        smaller = [o for o in over.get(s, []) if o in sizes  # (a label the config still has)
-                   and sizes[o][0] <= n_train and sizes[o][1] <= dim]
-        if smaller:
-            return "over_budget", (f"estimated: over budget on {smaller[0]}, which has no more "
-                                   "points and features")
-        return None
 
-    ran = []
+def _verdict(board: Board, state: _BoardState, d: str, s: str) -> tuple[str, str] | None:
+    """A declared rule's verdict on a cell before it runs (None: run it)."""
+    n_train, dim = state.sizes[d]
+    need = board.memory_bytes(state.cells[d, s][0].solver.name, n_train, dim)
+    if need > board.memory_gb * 2 ** 30:
+        return "cannot_run", (f"memory: an estimated {need / 2 ** 30:.1f} GB for n_train = "
+                              f"{n_train}, d = {dim} exceeds the {board.memory_gb:g} GB rule")
+    smaller = [o for o in state.over.get(s, [])
+               if o in state.sizes  # (a label the config still has)
+               and state.sizes[o][0] <= n_train and state.sizes[o][1] <= dim]
+    if smaller:
+        return "over_budget", (f"estimated: over budget on {smaller[0]}, which has no more "
+                               "points and features")
+    return None
+
+
+def _run_queue(board: Board, state: _BoardState, queue: list, summary: BoardSummary,
+               results_root, supersede: bool, echo) -> list[tuple[str, str]]:
+    """Run the cells of ``queue`` that the rules let run, under the budget, until all have run;
+    a cell over budget is marked, and the rules are checked again for the cells after it.
+    Returns the cells that ran to their end."""
+    exp, ran = board.experiment, []
     while queue:
         runnable = []
         for d, s in queue:
-            rule = verdict(d, s)
+            rule = _verdict(board, state, d, s)
             if rule is None:
                 runnable.append((d, s))
                 continue
-            _mark(out, marks, d, s, *rule, board.budget)
+            _mark(state.out, state.marks, d, s, *rule, board.budget)
             if rule[0] == "over_budget":
-                over.setdefault(s, []).append(d)
+                state.over.setdefault(s, []).append(d)
             setattr(summary, rule[0], getattr(summary, rule[0]) + 1)
         if not runnable:
             break
@@ -150,21 +211,23 @@ def run_board(board: Board, results_root: str | Path = "results", *, mirror=None
         if status == "ok":
             break
         d, s = runnable[index]
-        record_cell(out, d, s, "over_budget", reason, board.budget)
+        record_cell(state.out, d, s, "over_budget", reason, board.budget)
         echo(f"{exp.name}: {d} × {s}: over budget (–)")
-        over.setdefault(s, []).append(d)
+        state.over.setdefault(s, []).append(d)
         summary.over_budget += 1
         queue = runnable[index + 1:]
-    done = runs.finished()
+    return ran
+
+
+def _settle(board: Board, state: _BoardState, done: set, ran: list, summary: BoardSummary):
+    """Count the cells that ran: complete (every task id in ``done``), or marked ``failed``."""
     for d, s in ran:
-        if all(t.task_id in done for t in cells[d, s]):
+        if all(t.task_id in done for t in state.cells[d, s]):
             summary.ran += 1
         else:
-            record_cell(out, d, s, "failed", "some of its tasks failed: see errors.csv",
+            record_cell(state.out, d, s, "failed", "some of its tasks failed: see errors.csv",
                         board.budget)
             summary.failed += 1
-    compact_tuning_log(out)
-    return summary
 
 
 def compact_tuning_log(board_dir: Path) -> int:

@@ -16,7 +16,8 @@ import pandas as pd
 
 from ..common.safe_write import output_dir, output_path, save_figure
 from ..experiment.config import LFW_TABLES
-from ..experiment.verification import VERIFICATION_COLUMNS, mean_sem, merged_roc
+from ..experiment.verification import mean_sem, merged_roc
+from ..experiment.verification_tasks import VERIFICATION_COLUMNS
 from ..papers import load_paper_table
 from ..run.results import RunStore
 from .figures import pyplot

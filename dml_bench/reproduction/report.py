@@ -18,7 +18,8 @@ import pandas as pd
 
 from .. import __version__
 from ..common.safe_write import write_text
-from ..experiment.config import ConfigError
+from ..errors import warn
+from ..experiment.schema import ConfigError
 from ..papers import load_paper_table, non_result_items, paper_citation
 from ..report.html import render_html
 from ..report.knn import PRECISE_LEVEL, add_precise_columns, precise_of, read_runs, summarize
@@ -58,13 +59,13 @@ def collect(results_root: Path, root: Path = Path(".")) -> list[dict]:
             entry["reason"] = f"`make reproduce-{target.id}` has not been run"
         else:
             entry["status"] = "ran"
-            _fill(entry, results_dir, targets)
+            _fill(entry, results_root, results_dir, targets)
             entry["not_run"], entry["no_data"] = tasks_not_run(exp, entry.get("task_ids", set()))
         entries.append(entry)
     return entries
 
 
-def _fill(entry: dict, results_dir: Path, targets) -> None:
+def _fill(entry: dict, results_root: Path, results_dir: Path, targets) -> None:
     target = entry["target"]
     try:
         runs, config = read_runs(results_dir), read_config(results_dir)
@@ -77,11 +78,12 @@ def _fill(entry: dict, results_dir: Path, targets) -> None:
         comparison = compare_with_paper(summary, load_paper_table(key), config)
         comparison["note"] = [_note(row, notes) for _, row in comparison.iterrows()]
         if comparison["quantity"].eq("error").all():
-            comparison = _with_sweep_range(comparison, results_dir, config)
+            comparison = _with_sweep_range(comparison, results_root, target.diagnoses,
+                                           config)
         entry["comparisons"].append((key, comparison))
     entry["comparisons"] = _with_precise(entry["comparisons"], target, targets, results_dir,
                                          config)
-    entry["sweeps"] = [] if target.same_runs else sweep_rankings(results_dir)
+    entry["sweeps"] = sweep_rankings(results_root, target.diagnoses)
     entry["figures"] = [results_dir / "figures" / f"{name}.png" for name in target.figures
                         if (results_dir / "figures" / f"{name}.png").is_file()]
     record_file = results_dir / RUN_RECORD
@@ -95,38 +97,63 @@ def _fill(entry: dict, results_dir: Path, targets) -> None:
     entry["task_ids"] = set(runs["task_id"])
 
 
-def _diagnosis_files(results_dir: Path, suffix: str) -> list[Path]:
-    return sorted((results_dir.parent / f"{results_dir.name}_diagnosis").glob(f"*{suffix}"))
+def _declared_csv(results_root: Path, folder: str, name: str,
+                  columns) -> tuple[Path, pd.DataFrame | None]:
+    """The CSV ``results_root/folder/name`` that a target declares; None when that results root
+    does not hold it (a sweep is committed work, not part of a run), or, with a warning, when it
+    lacks one of ``columns``."""
+    path = results_root / folder / name
+    if not path.is_file():
+        return path, None
+    table = pd.read_csv(path)
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        warn(f"{path}: no column {', '.join(missing)} (declared under `diagnoses:` in "
+             "targets.yaml); not shown")
+        return path, None
+    return path, table
 
 
-def sweep_ranges(results_dir: Path) -> pd.DataFrame:
-    """Range of each swept cell over a committed protocol sweep.
+def sweep_ranges(results_root: Path, diagnoses) -> pd.DataFrame:
+    """Range of each swept cell over the protocol sweeps a target declares.
 
-    Reads ``results/<experiment>_diagnosis/*_sensitivity_summary.csv`` (one row per data set
-    label, solver label and protocol variant, mean error in ``error``, as written by
-    ``benchmarks/protocol_sweep.py``) and returns per (``dataset``, ``solver``) the lowest
-    and highest mean error over the variants, their number and the file.
+    Each :class:`~dml_bench.reproduction.targets.Diagnosis` names its folder under
+    ``results_root`` and its ``cells`` CSV there (one row per ``dataset`` label, ``solver`` label
+    and protocol variant, the cell's mean in its ``value`` column). Returns per (``dataset``,
+    ``solver``) the lowest and highest mean over the variants, their number and the file.
     """
-    frames = [pd.read_csv(f).assign(file=f.as_posix())
-              for f in _diagnosis_files(results_dir, "_sensitivity_summary.csv")]
+    frames = []
+    for diagnosis in diagnoses:
+        path, cells = _declared_csv(results_root, diagnosis.folder, diagnosis.cells,
+                                    ["dataset", "solver", diagnosis.value])
+        if cells is not None:
+            frames.append(cells[["dataset", "solver", diagnosis.value]]
+                          .rename(columns={diagnosis.value: "value"}).assign(file=path.as_posix()))
     if not frames:
         return pd.DataFrame(columns=["dataset", "solver", "sweep_low", "sweep_high",
                                      "sweep_variants", "sweep_file"])
     sweep = pd.concat(frames)
     return (sweep.groupby(["dataset", "solver"], sort=False)
-            .agg(sweep_low=("error", "min"), sweep_high=("error", "max"),
-                 sweep_variants=("error", "size"), sweep_file=("file", "first")).reset_index())
+            .agg(sweep_low=("value", "min"), sweep_high=("value", "max"),
+                 sweep_variants=("value", "size"), sweep_file=("file", "first")).reset_index())
 
 
-def sweep_rankings(results_dir: Path) -> list[tuple[str, pd.DataFrame]]:
-    """The committed ``*_sensitivity_protocols.csv`` (variants ranked by cells matched)."""
-    return [(f.as_posix(), pd.read_csv(f))
-            for f in _diagnosis_files(results_dir, "_sensitivity_protocols.csv")]
+def sweep_rankings(results_root: Path, diagnoses) -> list[tuple[str, pd.DataFrame, tuple]]:
+    """The ``variants`` CSV of each declared sweep (protocol variants ranked by cells matched):
+    its path, its table and its ``axes``."""
+    rankings = []
+    for diagnosis in diagnoses:
+        path, ranking = _declared_csv(results_root, diagnosis.folder, diagnosis.variants, [
+            *diagnosis.axes, "cells", "matched", "mean_abs_gap", "headline"])
+        if ranking is not None:
+            rankings.append((path.as_posix(), ranking, diagnosis.axes))
+    return rankings
 
 
-def _with_sweep_range(comparison: pd.DataFrame, results_dir: Path, config: dict) -> pd.DataFrame:
-    """``comparison`` with the sweep range of each cell that a committed sweep covers."""
-    ranges = sweep_ranges(results_dir)
+def _with_sweep_range(comparison: pd.DataFrame, results_root: Path, diagnoses,
+                      config: dict) -> pd.DataFrame:
+    """``comparison`` with the sweep range of each cell that a declared sweep covers."""
+    ranges = sweep_ranges(results_root, diagnoses)
     names = {d.get("label") or d["name"]: d["name"] for d in config.get("datasets") or []}
     ranges["dataset"] = [names.get(label, label) for label in ranges["dataset"]]
     ranges = ranges.rename(columns={"solver": "label"})
@@ -138,7 +165,7 @@ def tasks_not_run(exp, done: set[str]) -> tuple[dict[str, int], list[str]]:
     (task ids); and the labels whose data are not available here (mirror, cache, bundled)."""
     from ..datasets import dataset_status
     from ..experiment.knn import all_tasks
-    from ..experiment.verification import data_problem, verification_tasks
+    from ..experiment.verification_tasks import data_problem, verification_tasks
 
     missing: dict[str, int] = {}
     if exp.task == "verification":  # its data: the user's LFW-SIFT file (or the pixels)
@@ -277,11 +304,9 @@ def _sweep_cell(r: pd.Series) -> str:
 
 
 def _sweep_lines(entry: dict) -> list[str]:
-    """Per committed sweep: how many cells the headline and the best single variant match."""
+    """Per declared sweep: how many cells the headline and the best single variant match."""
     lines = []
-    for path, ranking in entry.get("sweeps") or ():
-        axes = [c for c in ranking.columns
-                if c not in ("cells", "matched", "mean_abs_gap", "headline")]
+    for path, ranking, axes in entry.get("sweeps") or ():
         best, head = ranking.iloc[0], ranking[ranking["headline"]]
         headline = (f"the headline protocol matches {int(head.iloc[0]['matched'])} of "
                     f"{int(head.iloc[0]['cells'])}; " if not head.empty else "")

@@ -22,7 +22,7 @@ import yaml
 
 from ..common.safe_write import write_text
 from ..errors import DMLBenchError, warn
-from ..experiment.config import Experiment, load_config
+from ..experiment.config import ConfigError, Experiment, load_config
 from ..registry import Registry, describe
 from ..report.knn import PRECISE_SUFFIX, dataset_points
 from ..run.results import RunStore
@@ -33,6 +33,28 @@ RUN_RECORD = "reproduce.json"
 
 class TargetUnavailable(DMLBenchError, RuntimeError):
     """A target that cannot be reproduced here; the message says why."""
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """A committed protocol sweep that a target's report shows (``diagnoses:`` in
+    ``targets.yaml``): its ``folder`` relative to the results root and two CSV files in it.
+
+    ``cells``: one row per ``dataset``, ``solver`` label and protocol variant, with the cell's
+    mean in the column ``value``; the report shows each compared cell's lowest–highest mean over
+    the variants. ``variants``: one row per protocol variant, its ``axes`` columns and
+    ``cells``, ``matched``, ``mean_abs_gap`` and ``headline``; the report names the headline's
+    and the best variant's matches.
+    """
+
+    folder: str
+    cells: str
+    variants: str
+    axes: tuple[str, ...]
+    value: str = "error"
+
+
+_DIAGNOSIS_KEYS = ("folder", "cells", "variants", "axes", "value")
 
 
 @dataclass(frozen=True)
@@ -55,6 +77,7 @@ class Target:
     output: str | None = None
     params: dict = field(default_factory=dict)
     precise: dict = field(default_factory=dict)
+    diagnoses: tuple[Diagnosis, ...] = ()
 
 
 def load_targets(path: Path = TARGETS_FILE) -> Registry:
@@ -67,8 +90,53 @@ def load_targets(path: Path = TARGETS_FILE) -> Registry:
         spec["notes"] = " ".join(str(spec.get("notes") or "").split())
         if spec.get("unsupported"):
             spec["unsupported"] = " ".join(spec["unsupported"].split())
+        spec["diagnoses"] = _diagnoses(spec.get("diagnoses"), str(path), f"targets.{tid}")
         registry.register(tid, Target(id=tid, **spec))
     return registry
+
+
+def _diagnoses(entries, source: str, where: str) -> tuple[Diagnosis, ...]:
+    """A target's ``diagnoses:`` list as :class:`Diagnosis` entries.
+
+    Raises
+    ------
+    ConfigError
+        On an entry that is not a mapping of the keys of :class:`Diagnosis` with ``folder`` (a
+        relative path), ``cells`` and ``variants`` (names of CSV files) and ``axes`` (a list of
+        column names).
+    """
+    if entries is None:
+        return ()
+    if not isinstance(entries, list):
+        raise ConfigError(source, f"{where}.diagnoses", "must be a list of mappings")
+    diagnoses = []
+    for i, entry in enumerate(entries):
+        key = f"{where}.diagnoses[{i}]"
+        if not isinstance(entry, dict):
+            raise ConfigError(source, key, f"must be a mapping with keys "
+                              f"{', '.join(_DIAGNOSIS_KEYS)}")
+        unknown = sorted(set(entry) - set(_DIAGNOSIS_KEYS))
+        if unknown:
+            raise ConfigError(source, f"{key}.{unknown[0]}",
+                              f"unknown key; valid keys: {', '.join(_DIAGNOSIS_KEYS)}")
+        folder = entry.get("folder")
+        if not isinstance(folder, str) or not folder or Path(folder).is_absolute():
+            raise ConfigError(source, f"{key}.folder", "must be a folder relative to the results "
+                              "root")
+        for name in ("cells", "variants"):
+            file = entry.get(name)
+            if not isinstance(file, str) or not file.endswith(".csv") or Path(file).is_absolute():
+                raise ConfigError(source, f"{key}.{name}", "must be the name of a CSV file in the "
+                                  "diagnosis's folder")
+        axes = entry.get("axes")
+        if not (isinstance(axes, list) and axes and all(isinstance(a, str) for a in axes)):
+            raise ConfigError(source, f"{key}.axes", "must be a list of column names")
+        value = entry.get("value", "error")
+        if not isinstance(value, str):
+            raise ConfigError(source, f"{key}.value", "must be a column name")
+        diagnoses.append(Diagnosis(folder, entry["cells"], entry["variants"], tuple(axes),
+                                   value))
+    return tuple(diagnoses)
 
 
 def config_target(target: Target, targets: Registry) -> Target:
@@ -162,7 +230,7 @@ def availability(target: Target, exp: Experiment | None, mirror=None, cache_dir=
         elif dataset_status(name, mirror=mirror, cache_dir=cache_dir) == "network needed":
             missing.append(f"{name} (not in the mirror or cache; {_how_to_get(name)})")
     if exp is not None and exp.task == "verification":  # its data: the LFW-SIFT file, ...
-        from ..experiment.verification import data_problem
+        from ..experiment.verification_tasks import data_problem
 
         problem = data_problem(exp, mirror, cache_dir, load=fetch)
         missing += [problem] if problem else []

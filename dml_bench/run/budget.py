@@ -138,20 +138,57 @@ def run_cells(exp: Experiment, source: str, budget: float, results_root, cells: 
     BoardError
         When the child stops with an error (its message is on stderr).
     """
-    out = Path(results_root) / exp.name
-    logs = [out / name for name in ("runs.csv", "tuning.csv", "errors.csv")]
-    tails = [LandedRows(path) for path in logs]  # runs and tuning rows are fits, errors not
+    logs = _CellLogs(Path(results_root) / exp.name, cells, budget)
+    last, since = logs.stamp(), time.monotonic()
+    child, started, reader = _start_child(exp, source, budget, results_root, cells, supersede)
+    try:
+        over = _watch(child, logs, started, last, since)
+        if over:
+            _kill_group(child.pid)
+            child.wait()
+            reader.join()
+            return ("over_budget", *over)
+    except BaseException:  # Ctrl-C / SIGTERM of the parent: take the cell's workers along
+        _kill_group(child.pid)
+        raise
+    if child.returncode != 0:  # a killed child's workers, left in its group, would run on
+        _kill_group(child.pid)
+    reader.join()
+    over = logs.over_budget_fit(logs.landed())
+    if over:
+        return ("over_budget", *over)
+    if child.returncode != 0:
+        d, s = cells[started[-1] if started else 0]
+        raise BoardError(f"{d} × {s}: the cell's run stopped with status {child.returncode} "
+                         "(its message is above)")
+    return "ok", len(cells), ""
 
-    def stamp():
-        return tuple(log_stamp(path) for path in logs)
 
-    def landed():
+class _CellLogs:
+    """The logs of an experiment's results folder ``out``, watched for new rows of ``cells``."""
+
+    def __init__(self, out: Path, cells: list, budget: float):
+        self.logs = [out / name for name in ("runs.csv", "tuning.csv", "errors.csv")]
+        self.tails = [LandedRows(path) for path in self.logs]  # runs and tuning rows are fits
+        self.cells, self.budget = cells, budget
+
+    def stamp(self) -> tuple:
+        """The logs' stamps (:func:`~dml_bench.run.results.log_stamp`): a change means new rows."""
+        return tuple(log_stamp(path) for path in self.logs)
+
+    def landed(self) -> list[list[dict]]:
         """The new rows of ``cells`` in each log (a concurrent run's other cells left out)."""
-        return [[row for row in tail.new() if _cell(row) in cells] for tail in tails]
+        return [[row for row in tail.new() if _cell(row) in self.cells] for tail in self.tails]
 
-    def over_budget_fit(rows):
-        return fit_over_budget(rows[0] + rows[1], cells, budget)
+    def over_budget_fit(self, rows: list[list[dict]]) -> tuple[int, str] | None:
+        """:func:`fit_over_budget` of the landed runs and tuning rows."""
+        return fit_over_budget(rows[0] + rows[1], self.cells, self.budget)
 
+
+def _start_child(exp: Experiment, source: str, budget: float, results_root, cells: list,
+                 supersede: bool) -> tuple[subprocess.Popen, list, threading.Thread]:
+    """Start the cells' child process, its arguments written to its stdin, and a thread that
+    collects the indices of the cells it announces (the list it fills)."""
     # the resolved experiment, not the file: the child runs the very data sets planned here (an
     # `openml_suite:` entry is listed once, by the parent) with the command line's overrides
     args = {"experiment": exp.to_dict(), "source": source,
@@ -163,7 +200,6 @@ def run_cells(exp: Experiment, source: str, budget: float, results_root, cells: 
         for line in stream:
             started.append(int(line))
 
-    last, since = stamp(), time.monotonic()
     # the arguments go over stdin, not argv: a long list of cells (an OpenML suite's) stays clear
     # of the kernel's limit on one argument, and the notes' text stays out of the command line,
     # where a `pkill -f` aimed at another program would match it
@@ -177,39 +213,30 @@ def run_cells(exp: Experiment, source: str, budget: float, results_root, cells: 
         pass
     reader = threading.Thread(target=follow, args=(child.stdout,), daemon=True)
     reader.start()
-    try:
-        while True:
-            try:
-                child.wait(timeout=min(0.2, budget / 4))
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            now, current, over = time.monotonic(), stamp(), None
-            if current != last:  # a log changed: rows of these cells, or a concurrent run's
-                last, rows = current, landed()
-                if any(rows):
-                    since, over = now, over_budget_fit(rows)
-            if over is None and now - since > SILENCE_BUDGETS * budget:
-                over = started[-1] if started else 0, OVER_BUDGET.format(budget)
-            if over:
-                _kill_group(child.pid)
-                child.wait()
-                reader.join()
-                return ("over_budget", *over)
-    except BaseException:  # Ctrl-C / SIGTERM of the parent: take the cell's workers along
-        _kill_group(child.pid)
-        raise
-    if child.returncode != 0:  # a killed child's workers, left in its group, would run on
-        _kill_group(child.pid)
-    reader.join()
-    over = over_budget_fit(landed())
-    if over:
-        return ("over_budget", *over)
-    if child.returncode != 0:
-        d, s = cells[started[-1] if started else 0]
-        raise BoardError(f"{d} × {s}: the cell's run stopped with status {child.returncode} "
-                         "(its message is above)")
-    return "ok", len(cells), ""
+    return child, started, reader
+
+
+def _watch(child: subprocess.Popen, logs: _CellLogs, started: list, last: tuple,
+           since: float) -> tuple[int, str] | None:
+    """Wait for ``child`` to end, checking the logs as it runs: the index and reason of the cell
+    over budget (a landed fit over it, or no row for twice the budget), or None once it ended.
+    ``last`` and ``since`` are the logs' stamp and the time of the last row seen."""
+    budget = logs.budget
+    while True:
+        try:
+            child.wait(timeout=min(0.2, budget / 4))
+            return None
+        except subprocess.TimeoutExpired:
+            pass
+        now, current, over = time.monotonic(), logs.stamp(), None
+        if current != last:  # a log changed: rows of these cells, or a concurrent run's
+            last, rows = current, logs.landed()
+            if any(rows):
+                since, over = now, logs.over_budget_fit(rows)
+        if over is None and now - since > SILENCE_BUDGETS * budget:
+            over = started[-1] if started else 0, OVER_BUDGET.format(budget)
+        if over:
+            return over
 
 
 def _cell_main(payload: str) -> int:  # pragma: no cover - runs in the child process

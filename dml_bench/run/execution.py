@@ -86,7 +86,7 @@ class RunSummary:
 def failure_row(task, exc: BaseException) -> dict:
     """The ``errors.csv`` row of a task that raised ``exc`` (a
     :class:`~dml_bench.experiment.knn.Task`, a
-    :class:`~dml_bench.experiment.verification.VerificationTask` or the outer task of a tuning
+    :class:`~dml_bench.experiment.verification_tasks.VerificationTask` or the outer task of a tuning
     fit).
 
     An exception that an interruption caused is re-raised as that interruption instead, so the
@@ -116,8 +116,8 @@ def utc_now() -> str:
 def cpu_model() -> str:
     """The model name of the CPU the rows are measured on (``/proc/cpuinfo``, else
     ``platform.processor()``): a wall-clock ``fit_time``, and a budget verdict drawn from it, hold
-    for that host only (hosts of one nominal size differ by a factor of 2 on the same fit, in
-    either direction by workload: ``results/leaderboard_diagnosis/hosts.md``)."""
+    for that host only (hosts of one nominal size can differ by a factor of 2 on the same fit,
+    in either direction by workload)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as info:
             for line in info:

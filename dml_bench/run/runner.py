@@ -6,6 +6,14 @@ on the test part → one row; the tasks run by :mod:`dml_bench.run.execution`. S
 (experiment seed, dataset, split) only, so results do not depend on ``n_jobs`` or task order.
 Each worker pins BLAS to ``blas_threads`` threads (threadpoolctl): on small GEMMs threaded BLAS
 inside parallel workers was measured ~30× slower on 2-core machines.
+
+A row counts as run (``RunSummary.ran``) once it is on disk. Corrupt lines of the logs are set
+aside into ``<log>.corrupt`` with a warning (:mod:`dml_bench.run.results`), and a run that waits
+for tasks another run on the folder holds says so. Several runs of one config on one results
+folder share its task list: each task is run by the run that claims it first
+(:class:`~dml_bench.run.results.TaskClaims`); a run that meets a task claimed by another waits
+for it at the end and runs it only if the other run did not finish it (it failed, or died). So
+no task runs twice and none is lost.
 """
 
 from __future__ import annotations
@@ -125,15 +133,6 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
 
     Notes
     -----
-    A row counts as run (``RunSummary.ran``) once it is on disk. Corrupt lines of the logs are
-    set aside into ``<log>.corrupt`` with a warning (:mod:`dml_bench.run.results`), and a run that
-    waits for tasks another run on the folder holds says so.
-
-    Several runs of one config on one results folder share its task list: each task is run by
-    the run that claims it first (:class:`~dml_bench.run.results.TaskClaims`); a run that meets a
-    task claimed by another waits for it at the end and runs it only if the other run did not
-    finish it (it failed, or died). So no task runs twice and none is lost.
-
     An experiment with ``evaluation: {task: verification}`` runs its (dataset, solver, test fold)
     tasks the same way, by :func:`~dml_bench.run.verification.run_verification_experiment`.
     """
@@ -144,12 +143,41 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
             exp, results_root, mirror=mirror, cache_dir=cache_dir, force=force, progress=progress,
             echo=echo, datasets=datasets, solvers=solvers, supersede=supersede)
     labels = check_labels(exp, datasets, solvers)
+    store, tuning = _open_logs(exp, results_root)
+    tasks, skipped = _selected_tasks(exp, mirror, cache_dir, datasets, solvers, labels, echo)
+    every = list(all_tasks(exp, mirror, cache_dir))
+    set_aside_stale(exp.name, store, tuning, {t.task_id for t in every},
+                    {tt.task_id for t in every for tt in tune_tasks(t)},
+                    supersede=supersede, force=force, echo=echo)
+    todo = _unfinished(tasks, store, force, exp.timing)
+    tune_todo = _tuning_todo(tuning, todo, force)
+    summary = RunSummary(total=len(tasks), done_before=len(tasks) - len(todo), skipped=skipped)
+    if summary.done_before:
+        echo(f"{summary.done_before} of {len(tasks)} tasks already in {store.runs}; "
+             "running the rest (--force recomputes)")
+    if tune_todo:
+        echo(f"{len(tune_todo)} tuning fits (tune: blocks), each dataset's before its final fits, "
+             f"logged to {tuning.runs}")
+    _run_by_dataset(exp, todo, tune_todo, store, tuning, summary, progress=progress, echo=echo)
+    return summary
+
+
+def _open_logs(exp: Experiment, results_root: str | Path) -> tuple[RunStore, RunStore]:
+    """The experiment's ``runs`` and ``tuning`` logs, checked (no log written through a symlink;
+    corrupt lines set aside), with the resolved config written beside them."""
     store = RunStore(Path(results_root) / exp.name)
     store.dir.mkdir(parents=True, exist_ok=True)
     tuning = RunStore(store.dir, "tuning", TUNE_COLUMNS)
-    store.check()  # no log written through a symlink; corrupt lines set aside
+    store.check()
     tuning.check()
     write_text(store.dir / "config.yaml", yaml.safe_dump(exp.to_dict(), sort_keys=False))
+    return store, tuning
+
+
+def _selected_tasks(exp: Experiment, mirror, cache_dir, datasets, solvers, labels,
+                    echo) -> tuple[list[Task], list]:
+    """The planned tasks and skipped cells of the selected ``datasets`` and ``solvers`` labels
+    (all when None); the skipped cells are reported, grouped by reason."""
     tasks, skipped = plan(exp, mirror, cache_dir)
     if datasets:
         tasks = [t for t in tasks if t.dataset.label in datasets]
@@ -159,24 +187,25 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
         skipped = [s for s in skipped if s[1] in solvers]
     for reason, cells in group_skipped(skipped, labels).items():
         echo(f"skipped {', '.join(cells)}: {reason}")
-    every = list(all_tasks(exp, mirror, cache_dir))
-    set_aside_stale(exp.name, store, tuning, {t.task_id for t in every},
-                    {tt.task_id for t in every for tt in tune_tasks(t)},
-                    supersede=supersede, force=force, echo=echo)
+    return tasks, skipped
+
+
+def _unfinished(tasks: list[Task], store: RunStore, force: bool, timing: bool) -> list[Task]:
+    """The tasks to run: those without a row (every one with ``force``; with ``timing`` also
+    those whose row is not from a timing run), their present rows dropped."""
     present = store.finished()
-    done = set() if force else store.finished(require_timing=exp.timing)
+    done = set() if force else store.finished(require_timing=timing)
     todo = [t for t in tasks if t.task_id not in done]
     # rows of tasks about to be recomputed (--force, or not from a timing run): only those seen
     # here, never a row that another run on the folder has written since
     store.drop({t.task_id for t in todo} & present)
-    tune_todo = _tuning_todo(tuning, todo, force)
-    summary = RunSummary(total=len(tasks), done_before=len(tasks) - len(todo), skipped=skipped)
-    if summary.done_before:
-        echo(f"{summary.done_before} of {len(tasks)} tasks already in {store.runs}; "
-             "running the rest (--force recomputes)")
-    if tune_todo:
-        echo(f"{len(tune_todo)} tuning fits (tune: blocks), each dataset's before its final fits, "
-             f"logged to {tuning.runs}")
+    return todo
+
+
+def _run_by_dataset(exp: Experiment, todo: list[Task], tune_todo: list, store: RunStore,
+                    tuning: RunStore, summary: RunSummary, *, progress, echo) -> None:
+    """Run ``todo`` dataset by dataset (config order): its tuning fits, then its final fits, so
+    the rows of a dataset land as soon as its own tuning is done."""
     n_jobs = 1 if exp.timing else exp.n_jobs
     backend = "sequential" if exp.timing else exp.backend
     bar = progress(len(todo) + len(tune_todo)) if progress else contextlib.nullcontext()
@@ -194,8 +223,6 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
             if count:
                 summary.elsewhere += len(work) - landed
 
-        # dataset by dataset (config order): its tuning fits, then its final fits, so the rows of
-        # a dataset land as soon as its own tuning is done
         for dataset in dict.fromkeys(t.dataset.label for t in todo):
             land(run_tune_task, [tt for tt in tune_todo if tt.task.dataset.label == dataset],
                  tuning, count=False)
@@ -204,7 +231,6 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
             for row in failed:
                 _record(store, row, summary, echo)
             land(fit, final, store)
-    return summary
 
 
 def _tuning_todo(tuning: RunStore, todo: list[Task], force: bool) -> list:

@@ -2,7 +2,7 @@
 
 :func:`run_verification_experiment` runs one task per (dataset entry, solver, test fold) of the
 protocol of :mod:`dml_bench.experiment.verification`, each a row of ``runs.csv``
-(:data:`~dml_bench.experiment.verification.VERIFICATION_COLUMNS`) with its test pairs' distances in
+(:data:`~dml_bench.experiment.verification_tasks.VERIFICATION_COLUMNS`) with its test pairs' distances in
 ``scores/<task_id>.csv`` (:func:`write_scores`), resumable and shared between concurrent runs
 like every run (:mod:`dml_bench.run.execution`). A solver with a ``tune:`` grid is first tuned on
 View 1 (fit on ``pairsDevTrain``, the grid point of highest accuracy on ``pairsDevTest`` wins,
@@ -25,8 +25,8 @@ from threadpoolctl import threadpool_limits
 from .. import __version__
 from ..common.safe_write import write_text
 from ..experiment.config import LFW_TABLES
-from ..experiment.verification import (VERIFICATION_COLUMNS, VerificationTask, data_problem,
-                                       fit_and_score, tuning_tasks, verification_tasks)
+from ..experiment.verification_tasks import (VERIFICATION_COLUMNS, VerificationTask, data_problem,
+                                             fit_and_score, tuning_tasks, verification_tasks)
 from .execution import (RunSummary, check_labels, execution_backend, failure_row, group_skipped,
                         land_rows, rows_saved, set_aside_stale, utc_now)
 from .results import TUNE_COLUMNS, RunStore, TaskClaims, _atomic_write, _refuse_link
@@ -104,14 +104,39 @@ def run_verification_experiment(exp, results_root="results", *, mirror=None, cac
     RunSummary
     """
     labels = check_labels(exp, datasets, solvers)
+    store, tuning = _open_logs(exp, results_root)
+    every = verification_tasks(exp, mirror, cache_dir)
+    problem = data_problem(exp, mirror, cache_dir)
+    tasks, skipped = _selected_tasks(exp, every, problem, labels, datasets, solvers, echo)
+    set_aside_stale(exp.name, store, tuning, {t.task_id for t in every},
+                    {tt.task_id for t in every for tt in tuning_tasks(t)},
+                    supersede=supersede, force=force, echo=echo)
+    todo, tune_todo = _unfinished(tasks, store, tuning, force)
+    summary = RunSummary(total=len(tasks), done_before=len(tasks) - len(todo), skipped=skipped)
+    if summary.done_before:
+        echo(f"{summary.done_before} of {len(tasks)} tasks already in {store.runs}; "
+             "running the rest (--force recomputes)")
+    _run_by_family(exp, todo, tune_todo, store, tuning, summary, progress=progress, echo=echo)
+    return summary
+
+
+def _open_logs(exp, results_root) -> tuple[RunStore, RunStore]:
+    """The experiment's ``runs`` and ``tuning`` logs, checked (no log written through a symlink;
+    corrupt lines set aside), with the resolved config written beside them."""
     store = RunStore(Path(results_root) / exp.name, "runs", VERIFICATION_COLUMNS)
     store.dir.mkdir(parents=True, exist_ok=True)
     tuning = RunStore(store.dir, "tuning", TUNE_COLUMNS)
-    store.check()  # no log written through a symlink; corrupt lines set aside
+    store.check()
     tuning.check()
     write_text(store.dir / "config.yaml", yaml.safe_dump(exp.to_dict(), sort_keys=False))
-    every = verification_tasks(exp, mirror, cache_dir)
-    problem = data_problem(exp, mirror, cache_dir)
+    return store, tuning
+
+
+def _selected_tasks(exp, every: list, problem: str | None, labels, datasets, solvers,
+                    echo) -> tuple[list, list]:
+    """The tasks of the selected ``datasets`` and ``solvers`` labels (all when None), none when
+    the data cannot be had (``problem``: every cell skipped with it); the skipped cells and the
+    raw-pixel entries are reported."""
     tasks, skipped = ([], [(d, s.label, f"data not available: {problem}") for d in labels
                            for s in exp.solvers]) if problem else (every, [])
     tasks = [t for t in tasks if (not datasets or t.dataset.label in datasets)
@@ -121,9 +146,12 @@ def run_verification_experiment(exp, results_root="results", *, mirror=None, cac
     for entry in exp.datasets:
         if entry.name == "lfw_pixels":
             echo(f"note: {entry.label}: {LFW_TABLES['lfw_pixels']}")
-    set_aside_stale(exp.name, store, tuning, {t.task_id for t in every},
-                    {tt.task_id for t in every for tt in tuning_tasks(t)},
-                    supersede=supersede, force=force, echo=echo)
+    return tasks, skipped
+
+
+def _unfinished(tasks: list, store: RunStore, tuning: RunStore, force: bool) -> tuple[list, list]:
+    """The tasks without a row (all with ``force``, their rows dropped) and the View 1 tuning
+    fits they still need."""
     done = set() if force else store.finished()
     todo = [t for t in tasks if t.task_id not in done]
     store.drop({t.task_id for t in todo} & store.finished())
@@ -131,11 +159,14 @@ def run_verification_experiment(exp, results_root="results", *, mirror=None, cac
     if force:
         tuning.drop({tt.task_id for tt in tune_needed})
     tune_done = tuning.finished()
-    tune_todo = [tt for tt in tune_needed if tt.task_id not in tune_done]
-    summary = RunSummary(total=len(tasks), done_before=len(tasks) - len(todo), skipped=skipped)
-    if summary.done_before:
-        echo(f"{summary.done_before} of {len(tasks)} tasks already in {store.runs}; "
-             "running the rest (--force recomputes)")
+    return todo, [tt for tt in tune_needed if tt.task_id not in tune_done]
+
+
+def _run_by_family(exp, todo: list, tune_todo: list, store: RunStore, tuning: RunStore,
+                   summary: RunSummary, *, progress, echo) -> None:
+    """Run ``todo`` family by family (:func:`_family`): entries that differ only in the PCA
+    dimension (or the triplet count) share each fold's decomposition, so they run together,
+    fold by fold, their View 1 tuning first."""
     bar = progress(len(todo) + len(tune_todo)) if progress else contextlib.nullcontext()
     claims = TaskClaims(store.dir)
     final_fn = functools.partial(run_verification_task, n_jobs=exp.n_jobs)
@@ -162,8 +193,6 @@ def run_verification_experiment(exp, results_root="results", *, mirror=None, cac
             if count:
                 summary.elsewhere += len(work) - landed
 
-        # entries that differ only in the PCA dimension (or the triplet count) share each fold's
-        # decomposition: run them together, fold by fold, their View 1 tuning first
         for family in dict.fromkeys(_family(t) for t in todo):
             land(run_tuning_task, [tt for tt in tune_todo if _family(tt) == family], tuning,
                  count=False)
@@ -175,7 +204,6 @@ def run_verification_experiment(exp, results_root="results", *, mirror=None, cac
                 except ValueError as exc:
                     record(store, failure_row(task, exc))
             land(final_fn, final, store)
-    return summary
 
 
 def _family(task: VerificationTask) -> tuple:

@@ -148,32 +148,7 @@ def run_eigen_update_timing(out_dir, n=500, n_matrices=20, sparsities=(0.1, 0.2,
     with threadpool_limits(1):
         for s in sparsities:
             for rep in range(n_matrices):
-                M, lam, Q = random_psd_with_zeros(n, s, rng)
-                u = rng.standard_normal(n) / np.sqrt(n)
-                A = M + alpha * np.outer(u, u)
-                reference = np.linalg.eigvalsh(A)
-                tol = eigenvalue_tolerance(reference)
-                k = n - int(round(s * n)) + 1  # rank of A
-                runs = {
-                    "rank-one update": lambda: rank_one_eigh_update(lam, Q, alpha, u),
-                    "eigh QR (dsyev)": lambda: scipy.linalg.eigh(A, driver="ev"),
-                    "eigh MRRR (dsyevr)": lambda: scipy.linalg.eigh(A),
-                    "Lanczos (eigsh)": lambda: eigsh(A, k=k, which="LA"),
-                }
-                for method, fn in runs.items():
-                    (values, vectors), seconds = _timed(fn)
-                    values = np.sort(values)
-                    error = float(np.abs(values - reference[n - len(values):]).max())
-                    if len(values) < n:  # the eigenvalues Lanczos was not asked for are zero
-                        error = max(error, float(np.abs(reference[: n - len(values)]).max()))
-                    if error > tol:
-                        raise AssertionError(f"{method}, s = {s}, matrix {rep}: eigenvalue error "
-                                             f"{error:.3g} > n ε ‖A‖ = {tol:.3g}")
-                    orth = float(np.abs(vectors.T @ vectors - np.eye(vectors.shape[1])).max())
-                    rows.append({"n": n, "sparsity": s, "matrix": rep, "rank": k,
-                                 "method": method, "seconds": seconds,
-                                 "max_eigenvalue_error": error, "tolerance": tol,
-                                 "max_orthogonality_error": orth})
+                rows += _time_matrix(n, s, rep, alpha, rng)
     times = pd.DataFrame(rows)
     summary = (times.groupby(["sparsity", "method"], sort=False)["seconds"]
                .agg(["mean", "std", "median"]).reset_index())
@@ -185,6 +160,39 @@ def run_eigen_update_timing(out_dir, n=500, n_matrices=20, sparsities=(0.1, 0.2,
     write_csv(paths["summary_csv"], summary, index=False)
     paths.update(_plot(out_dir, summary, n, n_matrices))
     return {"times": times, "summary": summary, **paths}
+
+
+def _time_matrix(n: int, s: float, rep: int, alpha: float, rng) -> list[dict]:
+    """The rows of matrix ``rep`` of sparsity ``s`` (see :func:`run_eigen_update_timing`): a
+    random ``M`` and ``u`` drawn from ``rng``, every method's time and errors on ``M + α u uᵀ``."""
+    M, lam, Q = random_psd_with_zeros(n, s, rng)
+    u = rng.standard_normal(n) / np.sqrt(n)
+    A = M + alpha * np.outer(u, u)
+    reference = np.linalg.eigvalsh(A)
+    tol = eigenvalue_tolerance(reference)
+    k = n - int(round(s * n)) + 1  # rank of A
+    runs = {
+        "rank-one update": lambda: rank_one_eigh_update(lam, Q, alpha, u),
+        "eigh QR (dsyev)": lambda: scipy.linalg.eigh(A, driver="ev"),
+        "eigh MRRR (dsyevr)": lambda: scipy.linalg.eigh(A),
+        "Lanczos (eigsh)": lambda: eigsh(A, k=k, which="LA"),
+    }
+    rows = []
+    for method, fn in runs.items():
+        (values, vectors), seconds = _timed(fn)
+        values = np.sort(values)
+        error = float(np.abs(values - reference[n - len(values):]).max())
+        if len(values) < n:  # the eigenvalues Lanczos was not asked for are zero
+            error = max(error, float(np.abs(reference[: n - len(values)]).max()))
+        if error > tol:
+            raise AssertionError(f"{method}, s = {s}, matrix {rep}: eigenvalue error "
+                                 f"{error:.3g} > n ε ‖A‖ = {tol:.3g}")
+        orth = float(np.abs(vectors.T @ vectors - np.eye(vectors.shape[1])).max())
+        rows.append({"n": n, "sparsity": s, "matrix": rep, "rank": k,
+                     "method": method, "seconds": seconds,
+                     "max_eigenvalue_error": error, "tolerance": tol,
+                     "max_orthogonality_error": orth})
+    return rows
 
 
 def _plot(out_dir, summary, n, n_matrices):

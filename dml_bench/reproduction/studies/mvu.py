@@ -355,25 +355,38 @@ def run_mvu_experiment(out_dir, n_values=(100, 200, 300, 500), k=6, sigma=1e5, s
         (``times_csv``, ``embedding_csv``, ``quality_csv``, ``fig4_png``, ``fig4_pdf``,
         ``fig10_png``, ``fig10_pdf``).
     """
-    from threadpoolctl import threadpool_limits
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if frobenius_kw is None:
         frobenius_kw = dict(EXPERIMENT_SOLVER_KW, tol=EXPERIMENT_SOLVER_KW["tol"] * data_scale ** 2)
     frobenius_kw = dict(frobenius_kw)
     interior_point_kw = dict(interior_point_kw or {})
-    ip_label = f"MVU ({interior_point_solver.upper()})"
+    methods = [("FrobMetric-MVU", lambda X: mvu_frobenius(X, k, sigma, **frobenius_kw), None),
+               (f"MVU ({interior_point_solver.upper()})", lambda X: mvu_interior_point(
+                   X, k, interior_point_solver, **interior_point_kw), interior_point_max_n)]
+    rows, embeddings, data_big = _time_methods(methods, n_values, k, sigma, seed, data_scale)
+    if baselines:
+        embeddings.update(_baseline_embeddings(data_big.X, k, 2))
+    times = pd.DataFrame(rows)
+    paths, t = _write_tables(out_dir, times, embeddings, data_big, K_max)
+    paths.update(_plot(out_dir, embeddings, t, times, len(t), k, sigma, data_scale))
+    return {"times": times, **paths}
+
+
+def _time_methods(methods, n_values, k, sigma, seed, data_scale) -> tuple[list, dict, object]:
+    """Embed a swiss roll of each n of ``n_values`` by each of ``methods`` (``(label, fit, max
+    n or None)``, ``fit(X)`` → ``(Y, K, seconds, info)``), BLAS pinned to one thread: the rows of
+    ``mvu_times.csv``, the embeddings ``{label: (Y, seconds)}`` of the largest n and its roll."""
+    from threadpoolctl import threadpool_limits
+
     n_values = sorted(int(n) for n in n_values)
     n_big = n_values[-1]
     rows, embeddings, data_big = [], {}, None
     for n in n_values:
         data = make_swiss_roll(n, seed=seed)
-        runs = [("FrobMetric-MVU", lambda X: mvu_frobenius(X, k, sigma, **frobenius_kw))]
-        if n <= interior_point_max_n:
-            runs.append((ip_label, lambda X: mvu_interior_point(
-                X, k, interior_point_solver, **interior_point_kw)))
-        for method, fn in runs:
+        for method, fn, max_n in methods:
+            if max_n is not None and n > max_n:
+                continue
             with threadpool_limits(1), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 Y, K, seconds, info = fn(data_scale * data.X)
@@ -390,9 +403,15 @@ def run_mvu_experiment(out_dir, n_values=(100, 200, 300, 500), k=6, sigma=1e5, s
                 embeddings[method] = (Y, seconds)
         if n == n_big:
             data_big = data
-    if baselines:
-        embeddings.update(_baseline_embeddings(data_big.X, k, 2))
-    times = pd.DataFrame(rows)
+    return rows, embeddings, data_big
+
+
+def _write_tables(out_dir: Path, times: pd.DataFrame, embeddings: dict, data_big,
+                  K_max) -> tuple[dict, np.ndarray]:
+    """Write ``mvu_times.csv``, the embeddings of the largest roll (``mvu_embedding.csv``) and
+    their Q_NX / B_NX curves up to ``K_max`` (``mvu_quality.csv``); returns the paths and the
+    roll's manifold coordinate t."""
+    n_big = len(data_big.X)
     paths = {"times_csv": out_dir / "mvu_times.csv", "embedding_csv": out_dir / "mvu_embedding.csv",
              "quality_csv": out_dir / "mvu_quality.csv"}
     write_csv(paths["times_csv"], times, index=False)
@@ -408,8 +427,7 @@ def run_mvu_experiment(out_dir, n_values=(100, 200, 300, 500), k=6, sigma=1e5, s
         quality.append(pd.DataFrame({"n": n_big, "method": m, "K": np.arange(1, K_max + 1),
                                      "Q_nx": Q, "B_nx": B}))
     write_csv(paths["quality_csv"], pd.concat(quality, ignore_index=True), index=False)
-    paths.update(_plot(out_dir, embeddings, t, times, n_big, k, sigma, data_scale))
-    return {"times": times, **paths}
+    return paths, t
 
 
 def plot_embeddings(embeddings, colour, colour_label, title):

@@ -189,41 +189,11 @@ def run_sdpmetric_timing(out_dir, dims=(20, 40, 60, 80, 100), n_triplets=1000, s
         ``times`` (the DataFrame of ``sdpmetric_timing.csv``), ``times_csv``, ``fig2_png``,
         ``fig2_pdf``.
     """
-    from threadpoolctl import threadpool_limits
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    C, h = SDPMETRIC_KW["C"], SDPMETRIC_KW["h"]
     rows = []
     for d in sorted(int(d) for d in dims):
-        X, cons = random_triplets(d, n_triplets, seed)
-        with threadpool_limits(1):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)  # recorded as converged=False
-                start = time.perf_counter()
-                model = SDPMetric(**SDPMETRIC_KW, max_iter=max_iter).fit(X, constraints=cons)
-                sdp_seconds = time.perf_counter() - start
-            M_ip, ip_seconds, ip = interior_point_sdpmetric(X, cons.triplets, C, h,
-                                                            time_limit=time_limit)
-        f_sdp = eq8_objective(X, cons.triplets, model.metric_, C, h)[0]
-        f_ip = np.nan if M_ip is None else eq8_objective(X, cons.triplets, M_ip, C, h)[0]
-        over = ip["status"] not in ("optimal", "optimal_inaccurate") or (
-            time_limit is not None and ip_seconds >= time_limit)
-        trace = model.trace_
-        reached = {}
-        for a in accuracies:
-            hit = np.flatnonzero(trace["objective"] >= f_ip - a * abs(f_ip))
-            reached[f"seconds_to_{a:g}"] = trace["time"][hit[0]] if len(hit) else np.nan
-        common = {"d": d, "n_triplets": n_triplets, "C": C, "h": h}
-        rows.append({**common, "method": "SDPMetric-H", "seconds": sdp_seconds,
-                     "objective": f_sdp, "n_iter": model.n_iter_, "status":
-                     "converged" if model.converged_ else "iteration cap",
-                     "over_limit": False,
-                     "rel_gap_fw": trace["gap"][-1] / abs(trace["objective"][-1]),
-                     "rel_objective_diff": (f_ip - f_sdp) / abs(f_ip), **reached})
-        rows.append({**common, "method": "cvxpy/Clarabel", "seconds": ip_seconds,
-                     "objective": f_ip, "n_iter": ip["n_iter"], "status": ip["status"],
-                     "over_limit": over, "rel_gap_fw": np.nan, "rel_objective_diff": 0.0})
+        rows += _time_dimension(d, n_triplets, seed, time_limit, max_iter, accuracies)
     times = pd.DataFrame(rows)
     speed = times.pivot(index="d", columns="method", values="seconds")
     times["ip_over_sdpmetric"] = times["d"].map(speed["cvxpy/Clarabel"] / speed["SDPMetric-H"])
@@ -231,6 +201,42 @@ def run_sdpmetric_timing(out_dir, dims=(20, 40, 60, 80, 100), n_triplets=1000, s
     write_csv(paths["times_csv"], times, index=False)
     paths.update(_plot(out_dir, times, n_triplets, time_limit, accuracies))
     return {"times": times, **paths}
+
+
+def _time_dimension(d, n_triplets, seed, time_limit, max_iter, accuracies) -> list[dict]:
+    """The two rows of dimension ``d`` (see :func:`run_sdpmetric_timing`): SDPMetric-H and the
+    interior-point solver on the same random triplets, each with its time and Eq. (8) objective."""
+    from threadpoolctl import threadpool_limits
+
+    C, h = SDPMETRIC_KW["C"], SDPMETRIC_KW["h"]
+    X, cons = random_triplets(d, n_triplets, seed)
+    with threadpool_limits(1):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # recorded as converged=False
+            start = time.perf_counter()
+            model = SDPMetric(**SDPMETRIC_KW, max_iter=max_iter).fit(X, constraints=cons)
+            sdp_seconds = time.perf_counter() - start
+        M_ip, ip_seconds, ip = interior_point_sdpmetric(X, cons.triplets, C, h,
+                                                        time_limit=time_limit)
+    f_sdp = eq8_objective(X, cons.triplets, model.metric_, C, h)[0]
+    f_ip = np.nan if M_ip is None else eq8_objective(X, cons.triplets, M_ip, C, h)[0]
+    over = ip["status"] not in ("optimal", "optimal_inaccurate") or (
+        time_limit is not None and ip_seconds >= time_limit)
+    trace = model.trace_
+    reached = {}
+    for a in accuracies:
+        hit = np.flatnonzero(trace["objective"] >= f_ip - a * abs(f_ip))
+        reached[f"seconds_to_{a:g}"] = trace["time"][hit[0]] if len(hit) else np.nan
+    common = {"d": d, "n_triplets": n_triplets, "C": C, "h": h}
+    return [{**common, "method": "SDPMetric-H", "seconds": sdp_seconds,
+             "objective": f_sdp, "n_iter": model.n_iter_, "status":
+             "converged" if model.converged_ else "iteration cap",
+             "over_limit": False,
+             "rel_gap_fw": trace["gap"][-1] / abs(trace["objective"][-1]),
+             "rel_objective_diff": (f_ip - f_sdp) / abs(f_ip), **reached},
+            {**common, "method": "cvxpy/Clarabel", "seconds": ip_seconds,
+             "objective": f_ip, "n_iter": ip["n_iter"], "status": ip["status"],
+             "over_limit": over, "rel_gap_fw": np.nan, "rel_objective_diff": 0.0}]
 
 
 def _plot(out_dir, times, n_triplets, time_limit, accuracies):

@@ -122,6 +122,16 @@ def run_verification_standin(out_dir, dataset: str = "yale_b", solvers=SOLVERS, 
                             "params": json.dumps(params, sort_keys=True), "dataset": dataset,
                             "pca": pca, "sqrt": sqrt, "n_matched": n_matched,
                             "n_mismatched": n_mismatched, "seed": seed})
+    tables, written = _write_tables(out_dir, fold_tables, summary, rocs)
+    title = (f"{dataset}: restricted verification, {n_folds} folds of {n_matched} + "
+             f"{n_mismatched} pairs, PCA {pca}")
+    written.update(plot_roc(rocs, tables["summary"], out_dir, title))
+    return {**tables, **written}
+
+
+def _write_tables(out_dir: Path, fold_tables: list, summary: list, rocs: dict) -> tuple[dict, dict]:
+    """The ``folds``, ``summary`` and ``roc`` tables of the solvers' results (the ROC curves
+    thinned by :func:`thin_roc`), written to their CSV files; returns the tables and the paths."""
     folds_table = pd.concat(fold_tables, ignore_index=True)
     folds_table = folds_table[["solver", *folds_table.columns.drop("solver")]]
     summary = pd.DataFrame(summary)
@@ -131,10 +141,7 @@ def run_verification_standin(out_dir, dataset: str = "yale_b", solvers=SOLVERS, 
                "roc_csv": out_dir / ROC_FILE}
     for table, key in ((folds_table, "folds_csv"), (summary, "summary_csv"), (roc, "roc_csv")):
         write_csv(written[key], table, index=False)
-    title = (f"{dataset}: restricted verification, {n_folds} folds of {n_matched} + "
-             f"{n_mismatched} pairs, PCA {pca}")
-    written.update(plot_roc(rocs, summary, out_dir, title))
-    return {"folds": folds_table, "summary": summary, "roc": roc, **written}
+    return {"folds": folds_table, "summary": summary, "roc": roc}, written
 
 
 def thin_roc(roc: pd.DataFrame, n_points: int = ROC_POINTS) -> pd.DataFrame:

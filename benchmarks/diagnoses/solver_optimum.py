@@ -15,10 +15,11 @@ with cvxpy (Clarabel interior point), printing objective, rank and 3-NN test err
 
 ``--param key=value`` sets a solver parameter for the fits (e.g. ``scale=unit_mean``).
 
-    DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/solver_optimum.py \\
+    DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/diagnoses/solver_optimum.py \\
         xing configs/ying2012_table4.yaml orl_faces --cycles 1 10 100 --cvxpy
-    python benchmarks/solver_optimum.py lmnn configs/shen2014_table1.yaml balance_scale --cvxpy
-    python benchmarks/solver_optimum.py dml_eig configs/ying2012_table4.yaml segment \\
+    python benchmarks/diagnoses/solver_optimum.py lmnn configs/shen2014_table1.yaml balance_scale \\
+        --cvxpy
+    python benchmarks/diagnoses/solver_optimum.py dml_eig configs/ying2012_table4.yaml segment \\
         --cycles 10 100 1000 10000 --param scale=unit_mean --cvxpy
 """
 

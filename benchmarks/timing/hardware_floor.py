@@ -1,8 +1,8 @@
 """Per-iteration time of DML-eig, FrobMetric and SGD-IncSVD against a floor measured in the run.
 
 The floor of one iteration is ``max(flops / GEMM rate, bytes / memory bandwidth)``: the work the
-iteration must do at the best rate this machine reaches, both rates measured here, on one thread
-(issue #21, item 1b). ``gemm_rate``: best of a few 2000×2000 float64 matrix products
+iteration must do at the best rate this machine reaches, both rates measured here, on one thread.
+``gemm_rate``: best of a few 2000×2000 float64 matrix products
 (2·2000³ flops each); ``bandwidth``: the best of streaming a ~400 MB array (a sum: bytes read per
 second) and copying it (bytes read plus written per second).
 
@@ -50,7 +50,7 @@ The measured seconds per iteration are the fit's wall time over its iterations, 
 with the parameters of the committed split-0 run where the config tunes them. Rows go to
 ``<out>/floor.csv`` (a row of the same solver and data set is replaced).
 
-    DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/hardware_floor.py [--mnist]
+    DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/timing/hardware_floor.py [--mnist]
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ from dml_bench.solvers.linalg import triplet_pairs
 from dml_bench.solvers.top_eigen import DENSE_EIGH_MAX_DIM, uses_pair_laplacian
 from dml_bench.experiment.knn import Task, all_tasks, fit_task_solver, prepare_split
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FLOAT = 8  # bytes of a float64 (and of an int64 index)
 COLUMNS = ["solver", "dataset", "n", "d", "n_constraints", "rank", "n_iter", "flops_per_iter",
            "bytes_per_iter", "gemm_rate", "bandwidth", "floor_seconds", "bound", "evals_per_iter",

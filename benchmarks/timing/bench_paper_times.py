@@ -1,6 +1,6 @@
 """Re-time the papers' timing rows: each (data set, method) cell as a ratio to the paper's time.
 
-The performance record of ``make bench`` (issue #21). Every paper table with ``quantity:
+The performance record of ``make bench``. Every paper table with ``quantity:
 fit_time`` (``ying2012/table5``, ``kunapuli2012/table3_time``, ``shen2010/table3``,
 ``shen2014/table1_time``, ...) is read with the reproduction target that holds it
 (``dml_bench/reproduction/targets.yaml``) and that target's config. A paper cell maps onto the
@@ -19,7 +19,7 @@ a cell already there is skipped unless ``--force``. Then ``paper_times_summary.c
 not timed with the reason) and ``paper_times.png`` (ratio per row, log scale, lines at 0.1 and 1)
 are rewritten from the whole CSV.
 
-    DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/bench_paper_times.py \\
+    DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/timing/bench_paper_times.py \\
         [--table ying2012/table5 ...] [--solver dml_eig ...] [--dataset wine ...] \\
         [--max-seconds 120] [--force] [--out results/bench]
 """
@@ -48,10 +48,10 @@ from dml_bench.run.results import RunStore
 from dml_bench.reproduction.targets import availability, target_experiment, load_targets
 from dml_bench.solvers import SOLVERS
 from dml_bench.experiment.knn import Task, all_tasks, fit_task_solver, prepare_split
-from hardware_floor import (dml_eig_work, floor_seconds, gemm_rate,  # benchmarks/
+from hardware_floor import (dml_eig_work, floor_seconds, gemm_rate,  # benchmarks/timing/
                             memory_bandwidth, script_status)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BLAS_THREADS = 1
 #: one CSV row per (table, dataset, solver, label); a later measurement of a key replaces it
 KEY = ["table", "dataset", "solver", "label"]
@@ -317,10 +317,10 @@ def write_summary(out: Path, tables: list[str]) -> pd.DataFrame:
     summary = summarize(times)
     summary.to_csv(out / "paper_times_summary.csv", index=False)
     lines = ["# Fit time against the papers' timing tables", "",
-             "`python benchmarks/bench_paper_times.py` (`make bench`): split 0 of each config, the "
-             "committed run's parameters, 1 BLAS thread; ratio = our wall seconds / the paper's "
-             "seconds (its own, older hardware and MATLAB); the CPU ratio uses our CPU seconds, "
-             "which other processes on a shared machine do not inflate. Machine: "
+             "`python benchmarks/timing/bench_paper_times.py` (`make bench`): split 0 of each "
+             "config, the committed run's parameters, 1 BLAS thread; ratio = our wall seconds / "
+             "the paper's seconds (its own, older hardware and MATLAB); the CPU ratio uses our CPU "
+             "seconds, which other processes on a shared machine do not inflate. Machine: "
              f"{', '.join(sorted(set(times['cpu_model'].astype(str)))) or '-'}.", "",
              "Time to a stated tolerance: the seconds until the relative duality gap first fell to "
              "1e-3 (from the solver's trace; solvers that record a gap), over the paper's "

@@ -1,6 +1,6 @@
 """Scaling curves of DML-eig, FrobMetric, LMNN and SGD-IncSVD: cost against n, d and constraints.
 
-Issue #21 item 4. Four sweeps, each at a fixed small number of iterations (``--max-iter``, default
+Four sweeps, each at a fixed small number of iterations (``--max-iter``, default
 20; the iterative solvers' stopping tolerance set to 0 so every fit runs them all):
 
 - ``n``: stratified subsets of the MNIST training part (60 000 × 784), 1k … 60k rows, d = 784;
@@ -32,9 +32,10 @@ its row is "over budget" and the larger sizes of that (solver, sweep) are not tr
 Outputs in ``--out`` (default ``results/bench``), resumable (rows already in ``scaling.csv`` are
 kept unless ``--force``): ``scaling.csv`` (one row per fit), ``scaling_slopes.csv`` (per solver and
 sweep: least-squares log-log slope of ``seconds_per_iter`` against the swept quantity on the fits
-that ran, beside the paper's claim from ``benchmarks/scaling_claims.yaml``) and ``scaling.png``.
+that ran, beside the paper's claim from ``benchmarks/timing/scaling_claims.yaml``) and
+``scaling.png``.
 
-    DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/bench_scaling.py \\
+    DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/timing/bench_scaling.py \\
         [--solver dml_eig ...] [--sweep d ...] [--budget 120] [--max-iter 20] [--quick] [--force]
 """
 
@@ -56,7 +57,7 @@ import scipy.sparse
 import yaml
 from threadpoolctl import threadpool_limits
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CLAIMS = Path(__file__).with_name("scaling_claims.yaml")
 BLAS_THREADS = 1
 SOLVER_NAMES = ("dml_eig", "frobmetric", "lmnn", "sgd_incsvd")

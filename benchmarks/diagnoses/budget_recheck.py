@@ -1,27 +1,25 @@
 """Recheck the leaderboard's over-budget cells with the fit alone on the clock.
 
-Until 2026-11-30 the board's silence watch (:mod:`dml_bench.run.budget`) killed a cell when no
-row had landed for one budget, counting the running task's data preparation (the child's start,
-the data load, the split's preprocessing and constraints) and evaluation along with its fit, so
-a fit a little within the budget could be marked over it. The watch now waits twice the budget
-and the landed ``fit_time`` decides. A mark made under the old watch stands when a fit of the
-cell runs over the budget with only the fit timed; this script times one: the board's first fit
-of the cell (split 0; with a ``tune:`` block its first grid point on its first tuning fold,
-else the final fit), on the runner's own tasks (``all_tasks``, ``prepare_split``, one BLAS
-thread, the solver built as the runner builds it). The task runs in a child process, which is
-stopped once its fit has run for the budget.
+The board's budget watch (:mod:`dml_bench.run.budget`) marks a cell ``over_budget`` in
+``results/leaderboard/cells.csv``. Such a mark holds when a fit of the cell runs over the budget
+with only the fit on the clock, without the task's data preparation (the child's start, the data
+load, the split's preprocessing and constraints) and evaluation. This script times one: the
+board's first fit of the cell (split 0; with a ``tune:`` block its first grid point on its first
+tuning fold, else the final fit), on the runner's own tasks (``all_tasks``, ``prepare_split``,
+one BLAS thread, the solver built as the runner builds it). The task runs in a child process,
+which is stopped once its fit has run for the budget.
 
 One row per fit, appended to ``results/leaderboard_diagnosis/budget_recheck.csv`` (fits already
 there are skipped, so it resumes): ``prep_seconds`` (the task's preparation in the child),
 ``fit_seconds`` (empty when stopped), ``over_budget`` (the fit reached the budget),
 ``measured_at`` and the fit's identity. A wall-clock budget depends on the machine's speed of
 the day: time a fit of the board's record beside the recheck (``--split``, ``--fold``,
-``--params``; e.g. the second example below, a GD fit that took 392 s on the board) and set the
-two side by side. Cells default to every ``over_budget`` mark of
-``results/leaderboard/cells.csv`` that was measured (not "estimated") on the data sets given.
+``--params``; e.g. the second example below, one of the board's GD fits) and set the two side
+by side. Cells default to every ``over_budget`` mark of ``results/leaderboard/cells.csv`` that
+was measured (not "estimated") on the data sets given.
 
-    DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/budget_recheck.py mnist
-    python benchmarks/budget_recheck.py mnist --labels gd --split 7 --fold 2/3 \\
+    DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/diagnoses/budget_recheck.py mnist
+    python benchmarks/diagnoses/budget_recheck.py mnist --labels gd --split 7 --fold 2/3 \\
         --params '{"lam": 1.0, "step": 0.1}' --budget 1200
 """
 

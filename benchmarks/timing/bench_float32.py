@@ -1,4 +1,4 @@
-"""float32 against float64 for the solvers that keep single precision (issue #21 item 5).
+"""float32 against float64 for the solvers that keep single precision.
 
 For each timing cell of a paper table (default: Ying & Li 2012 Table 5, DML-eig, on its larger
 sets) the committed run's task is fitted twice on split 0 with one BLAS thread: with the config's
@@ -8,7 +8,7 @@ the optimality measure at stop and the 3-NN test error. Per cell: the CPU-time s
 classifiers' test predictions with McNemar's exact test (a binomial test on the test points that
 exactly one of the two classifies correctly; ``scipy.stats.binomtest``).
 
-    python benchmarks/bench_float32.py [--table ying2012/table5] [--solver dml_eig]
+    python benchmarks/timing/bench_float32.py [--table ying2012/table5] [--solver dml_eig]
         [--dataset usps ...] [--out results/bench]
 
 Writes ``float32.csv`` (one row per cell and dtype, with the cell's speed-up and p-value).
@@ -26,7 +26,7 @@ import pandas as pd
 from scipy.stats import binomtest
 from threadpoolctl import threadpool_limits
 
-from bench_paper_times import ROOT, table_cells  # benchmarks/, beside this script
+from bench_paper_times import ROOT, table_cells  # benchmarks/timing/, beside this script
 from dml_bench.evaluate import knn_predict
 from dml_bench.solvers import SOLVERS
 from dml_bench.experiment.knn import fit_task_solver, prepare_split

@@ -1,7 +1,7 @@
 """Diagnose a mismatched cell of a paper's own method: where the fit stops and what it is worth.
 
-The diagnosis behind the notes of the seed methods' mismatched cells in ``dml_bench/papers/*.yaml``
-(issue #19, item 1). On the splits, preprocessing and constraints of a paper config (the runner's
+The diagnosis behind the notes of the seed methods' mismatched cells in ``dml_bench/papers/*.yaml``.
+On the splits, preprocessing and constraints of a paper config (the runner's
 own ``all_tasks`` + ``prepare_split``), the solver of one config label is fitted as configured —
 the config's parameters, plus the values its ``tune:`` block chose, read from the ``tuned_params``
 column of ``results/<config name>/runs.csv`` (no re-tuning) — at several iteration caps, and each
@@ -35,9 +35,9 @@ scale, a learning rate or the random order of an online learner; the fits as con
 first, with empty ``param_*`` columns. Rows go to
 ``results/<config name>_diagnosis/<label>_<dataset>.csv``.
 
-    DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/seed_diagnosis.py \\
+    DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/diagnoses/seed_diagnosis.py \\
         frobmetric configs/shen2014_table1.yaml letter
-    python benchmarks/seed_diagnosis.py lmnn_eig configs/ying2012_table4.yaml waveform \\
+    python benchmarks/diagnoses/seed_diagnosis.py lmnn_eig configs/ying2012_table4.yaml waveform \\
         --splits 3 --max-iters 100 1000 3000 --param scale=none,unit_mean
 """
 

@@ -22,7 +22,8 @@ a temporary .npz and returns the transformed points (.npz) and timings (.json). 
 environment cannot be built, only our side is written. Output: ``metric_learn.csv`` (one row per
 fit) and ``metric_learn.md`` (means per dataset and method) in ``--out``.
 
-    python benchmarks/bench_metric_learn.py [--splits 3] [--quick] [--no-metric-learn] [--out DIR]
+    python benchmarks/timing/bench_metric_learn.py [--splits 3] [--quick] [--no-metric-learn] \\
+        [--out DIR]
         [--methods METHOD ...]   # refit only these, keeping the other rows of metric_learn.csv
 """
 
@@ -43,7 +44,7 @@ from threadpoolctl import threadpool_limits
 from dml_bench import __version__
 from dml_bench.experiment.config import DatasetEntry, SolverEntry
 from dml_bench.constraints import Constraints
-from bench_float32 import mcnemar_p  # benchmarks/, beside this script
+from bench_float32 import mcnemar_p  # benchmarks/timing/, beside this script
 from dml_bench.evaluate import knn_predict
 from dml_bench.preprocess import Preprocessing
 from dml_bench.experiment.knn import Task, fit_task_solver, prepare_split
@@ -261,7 +262,7 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path, help="default results/bench (results/bench_quick)")
     args = ap.parse_args(argv)
     datasets, n_splits = (["wine"], 1) if args.quick else (args.datasets, args.splits)
-    out = args.out or Path(__file__).resolve().parents[1] / "results" / (
+    out = args.out or Path(__file__).resolve().parents[2] / "results" / (
         "bench_quick" if args.quick else "bench")
     python = None
     if not args.no_metric_learn:

@@ -1,4 +1,4 @@
-"""The compiled passes over pairs against the formulations they replaced (issue #21).
+"""The compiled passes over pairs against the formulations they replaced.
 
 ``linalg.pair_sq_distances`` is called on every loss evaluation of LMNN, FrobMetric, SDPMetric,
 Xing, ITML and POLA; it is timed against numpy's difference rows gathered ``chunk`` pairs at a
@@ -20,7 +20,7 @@ the weights reach.
 (every iteration, over all pairs); it is timed against the difference rows it replaced
 (``einsum(D W, D)``, D built once and not timed), on the pair sets of a 3-fold tuning fit.
 
-    python benchmarks/bench_pair_distances.py [--repeat 30] [--out results/bench]
+    python benchmarks/timing/bench_pair_distances.py [--repeat 30] [--out results/bench]
         [--part distances outer_sums sparse_outer_sums quadratic_forms]
 
 Writes ``pair_distances.csv``, ``pair_outer_sum.csv``, ``pair_outer_sum_sparse.csv`` and
@@ -30,6 +30,7 @@ Writes ``pair_distances.csv``, ``pair_outer_sum.csv``, ``pair_outer_sum_sparse.c
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -37,14 +38,16 @@ import pandas as pd
 import scipy.sparse
 from threadpoolctl import threadpool_limits
 
-from bench_eigen_update import median_seconds  # benchmarks/, beside this script
+from bench_eigen_update import median_seconds  # benchmarks/timing/, beside this script
 from bench_paper_times import table_cells
 from dml_bench.datasets import DataNotAvailable
 from dml_bench.solvers import lowrank_dense
 from dml_bench.solvers.linalg import (PairOuterSum, pair_quadratic_forms, pair_sq_distances,
                                       triplet_pairs)
 from dml_bench.experiment.knn import prepare_split
-from seed_diagnosis import tasks_for
+
+sys.path.append(str(Path(__file__).resolve().parents[1] / "diagnoses"))
+from seed_diagnosis import tasks_for  # benchmarks/diagnoses/: a config's tasks of a label
 
 #: (what, n points, rank, pairs): breast cancer's LMNN pairs (targets + impostors), a USPS
 #: triplet set's distinct pairs, digits at full rank, MNIST's FrobMetric pairs

@@ -17,7 +17,7 @@ gives a rank of the order of Fig. 1's (≈ 100–200).
 A short search is misleading: after 20 iterations every c leaves F ≥ F(0) = 1 (smallest for the
 smallest c), while after 200 iterations c = 0.1 reaches F ≈ 0.31 and c = 1 only ≈ 1.4.
 
-    DMLBENCH_DATA_MIRROR=/work/shared/datasets python benchmarks/bench_lowrank_sgd.py \
+    DMLBENCH_DATA_MIRROR=/work/shared/datasets python benchmarks/timing/bench_lowrank_sgd.py \
         [--dataset dexter] [--lam 0.1] [--max-iter 300] [--comparators usps]
 """
 

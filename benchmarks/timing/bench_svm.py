@@ -5,8 +5,9 @@ PCA), fits ``sklearn.svm.SVC(kernel="rbf")`` and :class:`dml_bench.solvers.svm.S
 points of Shen et al. (2014) and reports both fit times, the libsvm iterations and whether the
 two decide the held-out points alike. BLAS is pinned to one thread (threadpoolctl).
 
-    DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/bench_svm.py mnist --pca 164 --classes 3 5
-    python benchmarks/bench_svm.py digits --classes 1 7
+    DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/timing/bench_svm.py mnist \\
+        --pca 164 --classes 3 5
+    python benchmarks/timing/bench_svm.py digits --classes 1 7
 """
 
 from __future__ import annotations

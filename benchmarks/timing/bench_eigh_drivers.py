@@ -27,7 +27,8 @@ S, ``L⁻¹``, a full eigendecomposition, two d×d products), alternated, for k 
 (the cap of §5) whose vectors span 279 dimensions (ORL's n_train − 1), and the largest
 difference of the two metrics. The crossover sets ``dml_eig.FACTOR_MAX_STEPS_FRACTION``.
 
-    python benchmarks/bench_eigh_drivers.py [--part drivers above solvers factor] [--repeat 7]
+    python benchmarks/timing/bench_eigh_drivers.py [--part drivers above solvers factor] \\
+        [--repeat 7]
 """
 
 from __future__ import annotations
@@ -114,8 +115,8 @@ def time_solvers(iters, repeat, rng) -> pd.DataFrame:
     import os
     import sys
 
-    sys.path.insert(0, str(Path(__file__).parent))
-    from seed_diagnosis import tasks_for
+    sys.path.append(str(Path(__file__).resolve().parents[1] / "diagnoses"))
+    from seed_diagnosis import tasks_for  # benchmarks/diagnoses/
 
     from dml_bench.solvers import SOLVERS
     from dml_bench.experiment.knn import prepare_split

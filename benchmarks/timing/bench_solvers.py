@@ -8,7 +8,8 @@ Reported times for comparison (other hardware, MATLAB): Ying & Li 2012 Table 5 (
 52.48 s, LMNN-eig 572.04 s, BoostMetric 694.84 s), Shen et al. 2014 Table I, Shen et al. 2010
 Table III.
 
-    python benchmarks/bench_solvers.py [--dataset usps] [--threads 1] dml_eig dml_eig:scale=none
+    python benchmarks/timing/bench_solvers.py [--dataset usps] [--threads 1] \\
+        dml_eig dml_eig:scale=none
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A seed method's cells of a paper table under the protocol choices that the paper leaves open.
 
 The sweeps behind the "sweep range" column and the sentence under a table in
-``results/REPRODUCTION.md`` (issue #19 item 3), and behind the DML-eig / LMNN-eig notes of
+``results/REPRODUCTION.md``, and behind the DML-eig / LMNN-eig notes of
 ``dml_bench/papers/ying2012.yaml``. Each entry of :data:`SWEEPS` names a config, the paper table,
 one solver label of the config and the axes swept (axis → values). On the same splits,
 constraints and (otherwise) preprocessing as the config (the runner's own ``prepare_split``), the
@@ -41,7 +41,7 @@ headline variant must reproduce the committed ``runs.csv`` error of its split
 - ``<label>_sensitivity_protocols.csv``: per variant, the label's swept cells of the table it
   matches (|ours − paper| ≤ the paper's std) and its mean absolute gap, best first.
 
-    DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/protocol_sweep.py SWEEP \\
+    DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/diagnoses/protocol_sweep.py SWEEP \\
         [--dataset wine --dataset segment ...] [--n-jobs 2] \\
         [--restrict max_iter=100 --restrict ridge=1e-6 ...]
 

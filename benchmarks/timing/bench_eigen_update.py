@@ -6,8 +6,8 @@ its eigenvalues set to 0, as in a trace-norm regularised metric), then ``A + α 
 one thread (threadpoolctl). Reports the median over ``--repeat`` runs and the accuracy of the
 update against ``eigh``.
 
-    python benchmarks/bench_eigen_update.py                   # d = 64 … 1024
-    python benchmarks/bench_eigen_update.py --dims 64 256 --zero-fraction 0.75
+    python benchmarks/timing/bench_eigen_update.py                   # d = 64 … 1024
+    python benchmarks/timing/bench_eigen_update.py --dims 64 256 --zero-fraction 0.75
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Why a leaderboard data set sits at chance: its Euclidean 3-NN error under other normalisations.
 
-The diagnosis behind the data-set notes of ``configs/leaderboard.yaml`` (issue #23). On the
+The diagnosis behind the data-set notes of ``configs/leaderboard.yaml``. On the
 board's own splits (the runner's ``all_tasks`` + ``prepare_split`` for the ``euclidean`` label),
 the Euclidean 3-NN test error (``evaluate.knn_error``) is computed with the board's normalisation
 and with each other one given. The board's must reproduce the committed ``runs.csv`` error of the
@@ -15,8 +15,9 @@ split (``runs_error``). Each row also describes the training part after the norm
 Rows go to ``results/leaderboard_diagnosis/<dataset>_scaling.csv``, with a summary (mean and
 standard deviation of the error per normalisation) printed.
 
-    DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/leaderboard_scaling_diagnosis.py \\
-        dexter --normalize none maxabs global_maxabs
+    DMLBENCH_DATA_MIRROR=../shared/datasets \\
+        python benchmarks/diagnoses/leaderboard_scaling_diagnosis.py dexter \\
+        --normalize none maxabs global_maxabs
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ packing), ``lapack/blas`` (another routine of an OpenBLAS library), ``libc`` (``
 ``python`` (no native leaf). One row per (statement, class) with its share of the samples.
 
     py-spy record -p <worker pid> -r 10 -d 600 --native -f raw -o gd.txt
-    python benchmarks/profile_parts.py gd.txt --out results/leaderboard_diagnosis/hosts/gd_profile.csv
+    python benchmarks/timing/profile_parts.py gd.txt \\
+        --out results/leaderboard_diagnosis/hosts/gd_profile.csv
 """
 
 from __future__ import annotations

@@ -1,0 +1,276 @@
+"""Pair verification as an experiment: the tasks of ``evaluation: {task: verification}``.
+
+The protocol itself (folds, restricted training part, preprocessing, constraints, threshold, ROC)
+is :mod:`dml_bench.experiment.verification`'s; this module plans it as tasks (README § Config
+reference). One :class:`VerificationTask` per (dataset entry, solver, test fold)
+(:func:`verification_tasks`), fitted and scored by :func:`fit_and_score`, each a row of
+``runs.csv`` (:data:`VERIFICATION_COLUMNS`); :mod:`dml_bench.run.verification` runs them
+(:func:`~dml_bench.run.verification.run_verification_experiment`: resumable, shared between
+concurrent runs, a ``tune:`` grid tuned on View 1 first) and :mod:`dml_bench.report.verification`
+writes their report (:func:`~dml_bench.report.verification.write_verification_report`: accuracy
+mean, std and SEM over the folds, merged-ROC AUC and EER, LaTeX table, ROC figures and the paper
+comparisons). The data of an entry are the LFW-SIFT file (``lfw_sift``,
+:func:`~dml_bench.datasets.lfw.load_lfw_table`), raw LFW pixels (``lfw_pixels``,
+:func:`~dml_bench.datasets.lfw.load_lfw_pixels`: not the papers' features, flagged in the
+summary), or any labelled registered dataset with drawn folds
+(``folds: drawn``, :func:`draw_pair_folds`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from .config import VerificationSpec
+from .verification import (RestrictedSplit, accuracy, best_threshold, draw_pair_folds,
+                           fit_pair_solver, lfw_pair_folds, local_pairs, merged_roc,
+                           preprocess_fold, project_fold, restricted_split, squared_distances)
+
+#: ``runs.csv`` of a verification experiment: one row per (dataset entry, solver, test fold);
+#: ``split`` is the test fold, ``accuracy`` / ``auc`` / ``eer`` are of that fold's test pairs,
+#: ``error`` = 1 − accuracy and ``n_test`` = test pairs (the columns every report reads)
+VERIFICATION_COLUMNS = [
+    "task_id", "experiment", "dataset", "split", "seed", "solver", "label", "solver_params",
+    "preprocessing", "features", "folds", "n_train_pairs", "n_train_images", "n_test_pairs",
+    "n_similar", "n_dissimilar", "n_triplets", "accuracy", "error", "n_test", "threshold",
+    "train_accuracy", "auc", "eer", "fit_time", "fit_cpu_time", "n_iter", "converged", "tuned_params", "tuning_accuracy",
+    "tuning_time", "blas_threads", "n_jobs", "dmlbench_version", "finished_at",
+]
+#: View 2's folds in pairs.txt
+LFW_FOLDS = 10
+
+
+@dataclass(frozen=True)
+class VerificationTask:
+    """One (dataset entry, solver, test fold) of a verification experiment; ``fold`` is
+    ``"view1"`` for a View 1 tuning fit of grid point ``point``."""
+
+    experiment: str
+    dataset: object  # config.DatasetEntry
+    solver: object  # config.SolverEntry
+    fold: int | str
+    spec: VerificationSpec
+    seed: int
+    path: str | None = None  # the entry's data file (location, not part of the id)
+    mirror: str | None = None
+    cache_dir: str | None = None
+    point: tuple = ()  # tuning: the grid point fitted
+    tuned: tuple = ()  # final: the grid point View 1 chose
+    tuning_accuracy: float | None = None
+    tuning_time: float | None = None
+
+    @property
+    def split(self):
+        """The test fold (the name the run machinery's error rows use)."""
+        return self.fold
+
+    def params(self) -> dict:
+        """The solver's parameters as it runs (config values, then the tuned or tried point)."""
+        return {**self.solver.params, **dict(self.tuned), **dict(self.point)}
+
+    def full_params(self) -> dict:
+        """:meth:`params` over the solver's defaults."""
+        from ..solvers import SOLVERS
+
+        return SOLVERS[self.solver.name](**self.params()).get_params()
+
+    @functools.cached_property
+    def data_digest(self) -> str | None:
+        """sha256 of the entry's data when its name does not fix it: the user's LFW-SIFT file,
+        a user's file or OpenML data with drawn folds (None for the catalogue's datasets and
+        LFW's pixels; see :func:`~dml_bench.datasets.loader.dataset_digest`). Computed once per
+        task object and pickled with it, as :attr:`dml_bench.experiment.knn.Task.data_digest`."""
+        return data_digest(self.dataset.name, self.path, self.mirror, self.cache_dir)
+
+    @property
+    def task_id(self) -> str:
+        """Hash of every setting that changes the row (not paths, not the tuned values, which
+        follow from the ``tune:`` block); data whose name does not fix it enters by its content
+        (:attr:`data_digest`)."""
+        import hashlib
+
+        from ..solvers import SOLVERS
+
+        solver = {"name": self.solver.name, "label": self.solver.label,
+                  "params": SOLVERS[self.solver.name](
+                      **{**self.solver.params, **dict(self.point)}).get_params()}
+        if self.solver.tune:
+            solver["tune"] = self.solver.tune.to_dict()
+        spec = self.spec.to_dict()
+        spec["n_triplets"] = self.spec.triplets_for(self.dataset.label)
+        key = {"task": "verification", "dataset": {"name": self.dataset.name,
+                                                   "label": self.dataset.label,
+                                                   **self.dataset.preprocessing.to_dict()},
+               "solver": solver, "fold": self.fold, "spec": spec, "seed": self.seed}
+        digest = self.data_digest
+        if digest is not None:
+            key["data_sha256"] = digest
+        return hashlib.sha1(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def verification_tasks(exp, mirror=None, cache_dir=None) -> list[VerificationTask]:
+    """Every final task of ``exp``: per dataset entry, solver and test fold (the first
+    ``n_splits`` folds: the entry's own, else the experiment's; all ten by default)."""
+    n_available = exp.verification.n_folds if exp.verification.folds == "drawn" else LFW_FOLDS
+    tasks = []
+    for entry in exp.datasets:
+        for solver in exp.solvers:
+            if entry.solvers and solver.label not in entry.solvers:
+                continue
+            for fold in range(min(entry.n_splits or exp.n_splits, n_available)):
+                tasks.append(VerificationTask(exp.name, entry, solver, fold, exp.verification,
+                                              exp.seed, entry_path(exp, entry), mirror, cache_dir))
+    return tasks
+
+
+def tuning_tasks(task: VerificationTask) -> list[VerificationTask]:
+    """The View 1 fits of ``task``'s ``tune:`` grid (none without a grid)."""
+    if not task.solver.tune:
+        return []
+    from dataclasses import replace
+
+    return [replace(task, fold="view1", point=tuple(sorted(point.items())))
+            for point in task.solver.tune.points()]
+
+
+def entry_path(exp, entry) -> str | None:
+    """The data file a dataset entry names (``path:``), if any."""
+    return dict(getattr(exp, "data_paths", ()) or ()).get(entry.label)
+
+
+def data_problem(exp, mirror=None, cache_dir=None, load: bool = True) -> str | None:
+    """Why the data of a verification experiment cannot be had (None when they can).
+
+    ``load``: load and verify every entry's table (the LFW-SIFT file's dimension and images);
+    otherwise only look for the files.
+    """
+    from ..datasets import DataNotAvailable
+
+    reasons = []
+    for entry in exp.datasets:
+        try:
+            source = data_source(entry.name, entry_path(exp, entry), mirror, cache_dir)
+            if load:
+                _table(entry.name, source, exp.verification, exp.seed, mirror, cache_dir)
+        except DataNotAvailable as exc:
+            reasons.append(str(exc))
+    return "; ".join(dict.fromkeys(reasons)) or None
+
+
+def data_source(name: str, path=None, mirror=None, cache_dir=None) -> tuple | None:
+    """The key of the per-worker table cache: for ``lfw_sift`` the file it reads
+    (:func:`~dml_bench.datasets.lfw.lfw_sift_path`) and its content digest; for data outside the
+    catalogue (a user's file, OpenML) its content digest; None for other data."""
+    from ..datasets.lfw import lfw_sift_path
+
+    if name != "lfw_sift":
+        digest = data_digest(name, path, mirror, cache_dir)
+        return None if digest is None else (None, digest)
+    file = lfw_sift_path(path, mirror=mirror, cache_dir=cache_dir)
+    return str(file.absolute()), data_digest(name, str(file), mirror, cache_dir)
+
+
+def data_digest(name: str, path=None, mirror=None, cache_dir=None) -> str | None:
+    """sha256 of a verification entry's data when its name does not fix it: the LFW-SIFT file
+    (the user's, :func:`~dml_bench.datasets.lfw.lfw_sift_path`), or a dataset outside the
+    catalogue (:func:`~dml_bench.datasets.loader.dataset_digest`); None for the catalogue's
+    datasets and LFW's pixels. A LFW-SIFT file that cannot be found or read has the digest last
+    recorded for it, else :data:`~dml_bench.datasets.content.UNAVAILABLE`."""
+    from ..datasets import DataNotAvailable
+    from ..datasets.content import UNAVAILABLE, file_digest, recorded_file_digest
+    from ..datasets.loader import dataset_digest
+    from ..datasets.lfw import lfw_sift_path
+
+    if name == "lfw_pixels":
+        return None
+    if name != "lfw_sift":
+        return dataset_digest(name, mirror=mirror, cache_dir=cache_dir)
+    try:
+        file = lfw_sift_path(path, mirror=mirror, cache_dir=cache_dir)
+    except DataNotAvailable:
+        return recorded_file_digest(path, cache_dir=cache_dir) if path else UNAVAILABLE
+    try:
+        return file_digest(file, cache_dir=cache_dir)
+    except OSError:
+        return recorded_file_digest(file, cache_dir=cache_dir)
+
+
+@functools.lru_cache(maxsize=2)
+def _table(name, source, spec: VerificationSpec, seed, mirror, cache_dir):
+    """``(X, folds, view1, identity)`` of a dataset entry: the descriptor table, the View 2 (or
+    drawn) folds as :class:`~.verification.PairFold`, View 1 as ``(train, test)`` PairFolds (None for drawn
+    folds), and each row's identity."""
+    from ..datasets import load_dataset
+    from ..datasets.lfw import load_lfw_pairs, load_lfw_pixels, load_lfw_table
+    from ..datasets.parsers import LFW_IMAGE_NAME
+
+    if spec.folds == "drawn":
+        X, y, _ = load_dataset(name, mirror=mirror, cache_dir=cache_dir)
+        folds = draw_pair_folds(y, spec.n_folds, spec.n_matched, spec.n_mismatched, seed)
+        return np.asarray(X, dtype=float), folds, None, np.asarray(y)
+    view2 = load_lfw_pairs("view2", mirror=mirror, cache_dir=cache_dir)
+    view1 = load_lfw_pairs("view1", mirror=mirror, cache_dir=cache_dir)
+    if name == "lfw_pixels":
+        parts = [load_lfw_pixels(f) for f in ("pairs.txt", "pairsDevTrain.txt", "pairsDevTest.txt")]
+        seen = {}
+        for X_part, names_part in parts:
+            for row, image in zip(X_part, names_part):
+                seen.setdefault(image, row)
+        names = list(seen)
+        X = np.array(list(seen.values()))
+    else:
+        X, names = load_lfw_table([*view2, *view1], source[0], mirror=mirror, cache_dir=cache_dir)
+    identity = np.array([LFW_IMAGE_NAME.fullmatch(n)[1] for n in names])
+    return (X, lfw_pair_folds(view2, names), tuple(lfw_pair_folds(view1, names)), identity)
+
+
+@functools.lru_cache(maxsize=2)
+def _prepared(name, source, spec, seed, mirror, cache_dir, fold, sqrt, normalize, project):
+    """Preprocessed training and test images of one fold (``"view1"``: DevTrain / DevTest) —
+    with ``project`` their projections on every principal component (:func:`project_fold`),
+    which every PCA dimension slices —, the pairs as positions in them, and the training
+    images' identities; cached per worker, so the solvers and PCA dimensions of a fold share
+    one decomposition (the experiment runs its tasks fold by fold for that)."""
+    X, folds, view1, identity = _table(name, source, spec, seed, mirror, cache_dir)
+    if fold == "view1":
+        if view1 is None:
+            raise ValueError("tune: needs LFW's View 1 (evaluation.folds: lfw)")
+        train, test = view1
+        split = RestrictedSplit(train.images(), train, test)
+    else:
+        split = restricted_split(folds, fold)
+    Z_train, Z_test, test_images = (project_fold(X, split, sqrt, normalize) if project else
+                                    preprocess_fold(X, split, None, sqrt, normalize))
+    return (Z_train, Z_test, local_pairs(split.train, split.train_images),
+            local_pairs(split.test, test_images), identity[split.train_images])
+
+
+def fit_and_score(task: VerificationTask) -> dict:
+    """Fit ``task``'s solver on its training pairs, threshold them, score the test pairs.
+
+    Returns a dict of the fold's numbers and ``distances`` / ``same`` of the test pairs.
+    """
+    source = data_source(task.dataset.name, task.path, task.mirror, task.cache_dir)
+    prep = task.dataset.preprocessing
+    Z_train, Z_test, train, test, identity = _prepared(
+        task.dataset.name, source, task.spec, task.seed, task.mirror, task.cache_dir, task.fold,
+        prep.sqrt, prep.normalize, bool(prep.pca))
+    if prep.pca:
+        Z_train, Z_test = (np.ascontiguousarray(Z[:, :prep.pca]) for Z in (Z_train, Z_test))
+    model, constraints, wall, cpu = fit_pair_solver(
+        task.solver.name, task.params(), Z_train, train,
+        identity if task.spec.identities == "names" else None, task.spec.triplet_k,
+        task.spec.triplets_for(task.dataset.label), task.seed)
+    threshold, train_accuracy = best_threshold(squared_distances(model, Z_train, train), train.same)
+    distances = squared_distances(model, Z_test, test)
+    roc = merged_roc([distances], [test.same])
+    return {"accuracy": accuracy(distances, test.same, threshold), "threshold": threshold,
+            "train_accuracy": train_accuracy, "auc": roc["auc"], "eer": roc["eer"],
+            "fit_time": wall, "fit_cpu_time": cpu, "n_train_pairs": len(train.same),
+            "n_train_images": len(Z_train), "n_test_pairs": len(test.same),
+            "n_iter": getattr(model, "n_iter_", None), "converged": getattr(model, "converged_", None),
+            **constraints.counts(), "distances": distances, "same": test.same,
+            "pairs": (test.first, test.second)}
