@@ -104,6 +104,23 @@ class _OneLineErrors(click.Group):
         return out
 
 
+#: ``--force`` of the commands that resume a results log
+_FORCE = click.option("--force", is_flag=True, help="Recompute tasks already in runs.csv.")
+
+
+def _label_options(config: str, rest: str):
+    """The repeatable ``--dataset`` and ``--solver`` options that run only some dataset and solver
+    labels of ``config``; ``rest`` says what becomes of the labels not run."""
+    def add(command):
+        command = click.option(
+            "--solver", "solvers", multiple=True, metavar="LABEL",
+            help=f"Run only this solver label of {config} (repeatable), likewise.")(command)
+        return click.option(
+            "--dataset", "datasets", multiple=True, metavar="LABEL",
+            help=f"Run only this dataset label of {config} (repeatable); {rest}")(command)
+    return add
+
+
 @click.group(cls=_OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="dmlbench")
 @click.option("--data-mirror", type=click.Path(file_okay=False), envvar="DMLBENCH_DATA_MIRROR",
@@ -142,17 +159,13 @@ def main(ctx, data_mirror, cache_dir, allow_plugins):
                                   "default: a local loopback cluster.")
 @click.option("--timing", is_flag=True, default=None,
               help="Run tasks one at a time so fit times are comparable (timing tables).")
-@click.option("--force", is_flag=True, help="Recompute tasks already in runs.csv.")
+@_FORCE
 @click.option("--supersede", is_flag=True,
               help="Move finished rows of tasks the config no longer has (changed settings) to "
                    "runs_superseded.csv; without it such a run stops and lists them.")
 @click.option("--results-dir", default="results", show_default=True, type=click.Path(),
               help="Parent folder of the experiment's results folder.")
-@click.option("--dataset", "datasets", multiple=True, metavar="LABEL",
-              help="Run only this dataset label of the config (repeatable); the others stay to "
-                   "be run later into the same results.")
-@click.option("--solver", "solvers", multiple=True, metavar="LABEL",
-              help="Run only this solver label of the config (repeatable), likewise.")
+@_label_options("the config", "the others stay to be run later into the same results.")
 @click.pass_obj
 def run(obj, config, n_jobs, backend, scheduler, timing, force, supersede, results_dir,
         datasets, solvers):
@@ -241,16 +254,12 @@ def report(results_dirs, all_targets, results_root, readme):
 @click.option("--check", "check_baseline", is_flag=True,
               help="With --quick: compare each result with results/baselines/<id>_quick.csv.")
 @click.option("-j", "--n-jobs", type=int, help="Parallel tasks (overrides the config).")
-@click.option("--force", is_flag=True, help="Recompute tasks already in runs.csv.")
+@_FORCE
 @click.option("--supersede", is_flag=True,
               help="Move finished rows of tasks the config no longer has to *_superseded.csv.")
 @click.option("--results-dir", type=click.Path(file_okay=False), default="results",
               show_default=True)
-@click.option("--dataset", "datasets", multiple=True, metavar="LABEL",
-              help="Run only this dataset label of the target's config (repeatable); the report "
-                   "lists the tasks still to run.")
-@click.option("--solver", "solvers", multiple=True, metavar="LABEL",
-              help="Run only this solver label of the target's config (repeatable), likewise.")
+@_label_options("the target's config", "the report lists the tasks still to run.")
 @click.pass_obj
 def reproduce(obj, targets, all_targets, quick, precise, check_baseline, n_jobs, force,
               supersede, results_dir, datasets, solvers):

@@ -707,3 +707,19 @@ def test_user_supplied_npz_is_read_and_checked(tmp_path, name):
     with pytest.raises(DataNotAvailable) as err:
         load_dataset(name, cache_dir=tmp_path / "other", mirror=tmp_path, allow_network=False)
     assert spec.files[0].relpath in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("suffix, compress", [(".txt", lambda b: b), (".gz", gzip.compress),
+                                              (".bz2", bz2.compress)])
+def test_parser_files_open_decompressed_by_suffix(tmp_path, suffix, compress):
+    """``open_text`` / ``open_binary`` give back the bytes written, whether the file is plain or
+    compressed by gzip or bzip2 (chosen by its suffix)."""
+    from dml_bench.datasets.parsers.common import open_binary, open_text
+
+    content = "1 1:0.5 7:-2\n-1 3:1e-3\n"
+    path = tmp_path / f"rows{suffix}"
+    path.write_bytes(compress(content.encode()))
+    with open_text(path) as fh:
+        assert fh.read() == content
+    with open_binary(path) as fh:
+        assert fh.read() == content.encode()

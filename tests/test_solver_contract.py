@@ -6,6 +6,7 @@ results that do not depend on hidden global state (ARPACK keeps its random start
 d = 70 data below takes the Lanczos path of ``top_eigen.top_eigenvector``).
 """
 
+import inspect
 import warnings
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 from scipy.sparse.linalg import eigsh
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import estimator_checks
 
 from dml_bench.solvers import SOLVERS, MetricLearner
 
@@ -79,3 +81,19 @@ def test_result_does_not_depend_on_earlier_arpack_calls(name, data):
     for _ in range(5):
         eigsh(rng.random((90, 90)) + np.eye(90), k=1)
     np.testing.assert_array_equal(fit(name, X, y).metric_, first)
+
+
+@pytest.mark.parametrize("name", sorted(SOLVERS))
+def test_constructor_stores_each_argument_unchanged(name):
+    cls = SOLVERS[name]
+    names = [p for p in inspect.signature(cls).parameters]
+    given = {p: object() for p in names}
+    model = cls(**given)
+    assert set(vars(model)) == set(names)
+    assert all(getattr(model, p) is given[p] for p in names)
+    assert all(model.get_params()[p] is given[p] for p in names)
+    for check in (estimator_checks.check_no_attributes_set_in_init,
+                  estimator_checks.check_parameters_default_constructible,
+                  estimator_checks.check_get_params_invariance,
+                  estimator_checks.check_set_params):
+        check(name, cls())

@@ -22,12 +22,15 @@ import platform
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
+import yaml
 from joblib import Parallel, delayed, parallel_config
 
+from ..common.safe_write import write_text
 from ..errors import DMLBenchError, RunRefused
 from ..registry import UnknownNameError, describe
-from .results import LogWriteFailed, RunStore, TaskClaims
+from .results import RUN_COLUMNS, TUNE_COLUMNS, LogWriteFailed, RunStore, TaskClaims
 
 
 BLAS_THREADS = 1
@@ -185,6 +188,20 @@ def check_labels(exp, datasets, solvers) -> list[str]:
             raise NothingSelected(f"{chosen} select no task of {exp.name}: the chosen datasets' "
                                   "entries restrict their solvers (`solvers:`) to others")
     return labels
+
+
+def open_logs(exp, results_root: str | Path,
+              columns: list[str] = RUN_COLUMNS) -> tuple[RunStore, RunStore]:
+    """The experiment's ``runs`` log (of ``columns``) and ``tuning`` log in
+    ``results_root/<exp.name>``, checked (no log written through a symlink; corrupt lines set
+    aside), with the resolved config written beside them as ``config.yaml``."""
+    store = RunStore(Path(results_root) / exp.name, "runs", columns)
+    store.dir.mkdir(parents=True, exist_ok=True)
+    tuning = RunStore(store.dir, "tuning", TUNE_COLUMNS)
+    store.check()
+    tuning.check()
+    write_text(store.dir / "config.yaml", yaml.safe_dump(exp.to_dict(), sort_keys=False))
+    return store, tuning
 
 
 def set_aside_stale(name: str, store: RunStore, tuning: RunStore, task_ids: set,

@@ -25,18 +25,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-import yaml
 from threadpoolctl import threadpool_limits
 
 from .. import __version__
-from ..common.safe_write import write_text
 from ..evaluate import model_error, spectrum_counts
 from ..experiment.config import Experiment
 from ..experiment.knn import Task, all_tasks, fit_task_solver, plan, prepare_split
 from .execution import (BLAS_THREADS, RunSummary, check_labels, cpu_model, execution_backend,
-                        failure_row, group_skipped, land_rows, rows_saved, set_aside_stale,
-                        utc_now)
-from .results import TUNE_COLUMNS, RunStore, TaskClaims
+                        failure_row, group_skipped, land_rows, open_logs, rows_saved,
+                        set_aside_stale, utc_now)
+from .results import RunStore, TaskClaims
 from .tuning import TuningIncomplete, run_tune_task, tune_tasks, with_choice
 
 
@@ -143,7 +141,7 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
             exp, results_root, mirror=mirror, cache_dir=cache_dir, force=force, progress=progress,
             echo=echo, datasets=datasets, solvers=solvers, supersede=supersede)
     labels = check_labels(exp, datasets, solvers)
-    store, tuning = _open_logs(exp, results_root)
+    store, tuning = open_logs(exp, results_root)
     tasks, skipped = _selected_tasks(exp, mirror, cache_dir, datasets, solvers, labels, echo)
     every = list(all_tasks(exp, mirror, cache_dir))
     set_aside_stale(exp.name, store, tuning, {t.task_id for t in every},
@@ -160,18 +158,6 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
              f"logged to {tuning.runs}")
     _run_by_dataset(exp, todo, tune_todo, store, tuning, summary, progress=progress, echo=echo)
     return summary
-
-
-def _open_logs(exp: Experiment, results_root: str | Path) -> tuple[RunStore, RunStore]:
-    """The experiment's ``runs`` and ``tuning`` logs, checked (no log written through a symlink;
-    corrupt lines set aside), with the resolved config written beside them."""
-    store = RunStore(Path(results_root) / exp.name)
-    store.dir.mkdir(parents=True, exist_ok=True)
-    tuning = RunStore(store.dir, "tuning", TUNE_COLUMNS)
-    store.check()
-    tuning.check()
-    write_text(store.dir / "config.yaml", yaml.safe_dump(exp.to_dict(), sort_keys=False))
-    return store, tuning
 
 
 def _selected_tasks(exp: Experiment, mirror, cache_dir, datasets, solvers, labels,

@@ -19,17 +19,15 @@ from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
-import yaml
 from threadpoolctl import threadpool_limits
 
 from .. import __version__
-from ..common.safe_write import write_text
 from ..experiment.config import LFW_TABLES
 from ..experiment.verification_tasks import (VERIFICATION_COLUMNS, VerificationTask, data_problem,
                                              fit_and_score, tuning_tasks, verification_tasks)
 from .execution import (RunSummary, check_labels, execution_backend, failure_row, group_skipped,
-                        land_rows, rows_saved, set_aside_stale, utc_now)
-from .results import TUNE_COLUMNS, RunStore, TaskClaims, _atomic_write, _refuse_link
+                        land_rows, open_logs, rows_saved, set_aside_stale, utc_now)
+from .results import RunStore, TaskClaims, _atomic_write, _refuse_link
 
 
 def run_verification_task(task: VerificationTask, blas_threads: int = 1, n_jobs: int = 1) -> dict:
@@ -104,7 +102,7 @@ def run_verification_experiment(exp, results_root="results", *, mirror=None, cac
     RunSummary
     """
     labels = check_labels(exp, datasets, solvers)
-    store, tuning = _open_logs(exp, results_root)
+    store, tuning = open_logs(exp, results_root, VERIFICATION_COLUMNS)
     every = verification_tasks(exp, mirror, cache_dir)
     problem = data_problem(exp, mirror, cache_dir)
     tasks, skipped = _selected_tasks(exp, every, problem, labels, datasets, solvers, echo)
@@ -118,18 +116,6 @@ def run_verification_experiment(exp, results_root="results", *, mirror=None, cac
              "running the rest (--force recomputes)")
     _run_by_family(exp, todo, tune_todo, store, tuning, summary, progress=progress, echo=echo)
     return summary
-
-
-def _open_logs(exp, results_root) -> tuple[RunStore, RunStore]:
-    """The experiment's ``runs`` and ``tuning`` logs, checked (no log written through a symlink;
-    corrupt lines set aside), with the resolved config written beside them."""
-    store = RunStore(Path(results_root) / exp.name, "runs", VERIFICATION_COLUMNS)
-    store.dir.mkdir(parents=True, exist_ok=True)
-    tuning = RunStore(store.dir, "tuning", TUNE_COLUMNS)
-    store.check()
-    tuning.check()
-    write_text(store.dir / "config.yaml", yaml.safe_dump(exp.to_dict(), sort_keys=False))
-    return store, tuning
 
 
 def _selected_tasks(exp, every: list, problem: str | None, labels, datasets, solvers,

@@ -1,12 +1,12 @@
 """Base class of the metric learners (scikit-learn estimator conventions, as metric-learn).
 
-A solver's constructor takes only hyper-parameters; ``fit`` learns ``metric_`` (M),
-``components_`` (L with M = LᵀL), ``n_iter_``, ``objective_``, ``trace_`` (per-iteration
-objective, optimality measure and elapsed time) and ``optimality_``: the optimality measure at the
-returned metric, named by the class attribute ``optimality_measure`` (``"relative_duality_gap"``,
-``"closed_form"`` with value 0, ``"none (…)"`` with value NaN, …; see each solver's Attributes).
-``constraint_kind`` says what ``fit`` consumes: ``"pairs"`` (similar/dissimilar), ``"triplets"``,
-``"labels"`` or ``"none"``.
+A solver's constructor takes only hyper-parameters, stored unchanged by :func:`store_params`;
+``fit`` learns ``metric_`` (M), ``components_`` (L with M = LᵀL), ``n_iter_``, ``objective_``,
+``trace_`` (per-iteration objective, optimality measure and elapsed time) and ``optimality_``: the
+optimality measure at the returned metric, named by the class attribute ``optimality_measure``
+(``"relative_duality_gap"``, ``"closed_form"`` with value 0, ``"none (…)"`` with value NaN, …;
+see each solver's Attributes). ``constraint_kind`` says what ``fit`` consumes: ``"pairs"``
+(similar/dissimilar), ``"triplets"``, ``"labels"`` or ``"none"``.
 
 ``fit`` checks its arguments before any work, each fault a one-line ``ValueError`` naming the
 argument: ``X`` (two-dimensional, finite, as scikit-learn's ``validate_data`` otherwise), ``y``,
@@ -141,6 +141,23 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         pairs = Constraints.checked_indices("pairs", pairs, 2, X.shape[0])
         D = self.transform(X[pairs[:, 0]]) - self.transform(X[pairs[:, 1]])
         return np.einsum("ij,ij->i", D, D)
+
+
+def store_params(estimator, params: dict) -> None:
+    """Store a constructor's arguments as the estimator's attributes of the same names.
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+        The estimator being constructed.
+    params : dict
+        The constructor's ``locals()`` at its start: each argument is set unchanged (no copy, no
+        check), as scikit-learn's ``get_params`` and ``clone`` expect; ``self`` and
+        ``__class__`` are not arguments and are passed over.
+    """
+    for name, value in params.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
 
 
 def _check_finite(X) -> None:

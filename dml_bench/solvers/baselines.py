@@ -27,7 +27,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neighbors import NeighborhoodComponentsAnalysis
 from sklearn.utils import check_random_state
 
-from .base import MetricLearner
+from .base import MetricLearner, store_params
 from .linalg import (PairOuterSum, check_square_memory, components_from_psd, eigh_all,
                      pair_quadratic_forms, project_psd)
 
@@ -102,12 +102,7 @@ class NCA(MetricLearner):
 
     def __init__(self, n_components=None, init="auto", max_iter=50, tol=1e-5, random_state=None,
                  memory_limit_gb=None):
-        self.n_components = n_components
-        self.init = init
-        self.max_iter = max_iter
-        self.tol = tol
-        self.random_state = random_state
-        self.memory_limit_gb = memory_limit_gb
+        store_params(self, locals())
 
     def _fit(self, X, y, constraints):
         if y is None:
@@ -185,6 +180,8 @@ class LDA(MetricLearner):
 
     Attributes
     ----------
+    estimator_ : LinearDiscriminantAnalysis
+        The fitted wrapped estimator.
     optimality_ : float
         0.0: a closed form (``optimality_measure`` ``"closed_form"``).
 
@@ -198,10 +195,7 @@ class LDA(MetricLearner):
     optimality_measure = "closed_form"
 
     def __init__(self, n_components=None, solver="svd", shrinkage=None, tol=1e-4):
-        self.n_components = n_components
-        self.solver = solver
-        self.shrinkage = shrinkage
-        self.tol = tol
+        store_params(self, locals())
 
     def _fit(self, X, y, constraints):
         if y is None:
@@ -231,6 +225,8 @@ class PCAMetric(MetricLearner):
 
     Attributes
     ----------
+    estimator_ : PCA
+        The fitted wrapped estimator.
     optimality_ : float
         0.0: a closed form (``optimality_measure`` ``"closed_form"``).
 
@@ -244,9 +240,7 @@ class PCAMetric(MetricLearner):
     optimality_measure = "closed_form"
 
     def __init__(self, n_components=None, whiten=False, random_state=None):
-        self.n_components = n_components
-        self.whiten = whiten
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _fit(self, X, y, constraints):
         pca = PCA(n_components=self.n_components, whiten=self.whiten,
@@ -318,12 +312,7 @@ class RCA(MetricLearner):
 
     def __init__(self, n_components=None, chunk_size=None, n_chunks=None, ridge=0.0,
                  rank_tol=1e-10, random_state=None):
-        self.n_components = n_components
-        self.chunk_size = chunk_size
-        self.n_chunks = n_chunks
-        self.ridge = ridge
-        self.rank_tol = rank_tol
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_params(self):
         if self.chunk_size is not None and self.chunk_size < 2:
@@ -461,11 +450,7 @@ class LDML(MetricLearner):
     optimality_measure = "projected_gradient_norm"
 
     def __init__(self, psd=False, max_iter=1000, tol=1e-6, learning_rate=1.0, init_b="mean"):
-        self.psd = psd
-        self.max_iter = max_iter
-        self.tol = tol
-        self.learning_rate = learning_rate
-        self.init_b = init_b
+        store_params(self, locals())
 
     def _check_params(self):
         if not (self.max_iter >= 1 and self.tol >= 0 and self.learning_rate > 0):

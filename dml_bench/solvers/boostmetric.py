@@ -44,7 +44,7 @@ import numpy as np
 from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 
-from .base import MetricLearner
+from .base import MetricLearner, store_params
 from .linalg import PairOuterSum, components_from_psd, triplet_pairs
 from .top_eigen import leading_eigenvector
 
@@ -126,10 +126,7 @@ class BoostMetric(MetricLearner):
     optimality_measure = "relative_dual_infeasibility"
 
     def __init__(self, v=1e-7, max_iter=1000, tol=1e-9, update="stagewise"):
-        self.v = v
-        self.max_iter = max_iter
-        self.tol = tol
-        self.update = update
+        store_params(self, locals())
 
     def _check_params(self):
         if self.update not in UPDATES:

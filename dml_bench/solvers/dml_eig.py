@@ -23,7 +23,7 @@ import numpy as np
 import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
 
-from .base import MetricLearner
+from .base import MetricLearner, store_params
 from numba import njit, objmode
 
 from .linalg import (JIT_OPTIONS, components_from_psd, pair_differences, pair_sq_distances,
@@ -109,15 +109,7 @@ class DMLEig(MetricLearner):
     def __init__(self, mu=1e-4, tol=1e-5, max_iter=1000, stopping="gap", ridge=1e-2,
                  ridge_mode="relative", scale="none", weight_threshold=1e-12,
                  init="identity"):
-        self.mu = mu
-        self.tol = tol
-        self.max_iter = max_iter
-        self.stopping = stopping
-        self.ridge = ridge
-        self.ridge_mode = ridge_mode
-        self.scale = scale
-        self.weight_threshold = weight_threshold
-        self.init = init
+        store_params(self, locals())
 
     def _check_params(self):
         check_frank_wolfe_params(self)

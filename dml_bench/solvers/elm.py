@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
+from .base import store_params
 from .svm import ScaledKernelClassifier, gaussian_gram
 
 
@@ -62,9 +63,7 @@ class KernelELM(ScaledKernelClassifier):
     optimality_measure = "closed_form"
 
     def __init__(self, C=1.0, gamma=1.0, scale=None):
-        self.C = C
-        self.gamma = gamma
-        self.scale = scale
+        store_params(self, locals())
 
     def fit(self, X, y, constraints=None):
         """Solve for β on labelled points; ``constraints`` are ignored (labels are used)."""

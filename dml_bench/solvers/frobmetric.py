@@ -41,7 +41,7 @@ from scipy.optimize import Bounds, minimize
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 from sklearn.exceptions import ConvergenceWarning
 
-from .base import MetricLearner
+from .base import MetricLearner, store_params
 from .linalg import (PairOuterSum, components_from_psd, eigh_all, pair_sq_distances,
                      triplet_pairs)
 
@@ -119,11 +119,7 @@ class FrobMetric(MetricLearner):
     optimality_measure = "relative_duality_gap"
 
     def __init__(self, C=1.0, tol=1e-5, max_iter=1000, stopping="gap", max_corrections=10):
-        self.C = C
-        self.tol = tol
-        self.max_iter = max_iter
-        self.stopping = stopping
-        self.max_corrections = max_corrections
+        store_params(self, locals())
 
     def _check_params(self):
         if self.stopping not in STOPPING_RULES:

@@ -30,7 +30,7 @@ from numba import njit
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from .base import MetricLearner
+from .base import MetricLearner, store_params
 from .linalg import JIT_OPTIONS, components_from_psd, pair_differences, pair_sq_distances
 
 PAIR_MODES = ("given", "random")
@@ -118,13 +118,7 @@ class ITML(MetricLearner):
 
     def __init__(self, gamma=1.0, tol=0.01, max_proj=100_000, max_iter=None, bounds=None,
                  pairs="given", random_state=0):
-        self.gamma = gamma
-        self.tol = tol
-        self.max_proj = max_proj
-        self.max_iter = max_iter
-        self.bounds = bounds
-        self.pairs = pairs
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_params(self):
         if self.pairs not in PAIR_MODES:

@@ -45,7 +45,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..evaluate import knn_error
 from ..splits import train_test_split_indices
-from .base import MetricLearner
+from .base import MetricLearner, store_params
 from .linalg import PairOuterSum, components_from_psd, pair_sq_distances, project_psd
 
 IMPOSTOR_MODES = ("recompute", "given")
@@ -153,21 +153,7 @@ class LMNN(MetricLearner):
                  step_growth=1.01, impostors="recompute", update_every=10, solver="L",
                  smoothing=1e-6, chunk_size=2**22, validation=0.0, validation_every=10,
                  patience=5, random_state=0):
-        self.mu = mu
-        self.margin = margin
-        self.max_iter = max_iter
-        self.tol = tol
-        self.step_size = step_size
-        self.step_growth = step_growth
-        self.impostors = impostors
-        self.update_every = update_every
-        self.solver = solver
-        self.smoothing = smoothing
-        self.chunk_size = chunk_size
-        self.validation = validation
-        self.validation_every = validation_every
-        self.patience = patience
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_params(self):
         if self.impostors not in IMPOSTOR_MODES:

@@ -40,7 +40,7 @@ import numpy as np
 from numba import njit
 from sklearn.exceptions import ConvergenceWarning
 
-from .base import MetricLearner
+from .base import MetricLearner, store_params
 from .dml_eig import (_smoothed_min_into, check_frank_wolfe_params, iterate_metric,
                       needs_similar_pairs, whiten)
 from .linalg import JIT_OPTIONS, pair_sq_distances, triplet_pairs
@@ -134,16 +134,7 @@ class LMNNEig(MetricLearner):
     def __init__(self, gamma=0.5, mu=1e-4, tol=1e-5, max_iter=1000, stopping="gap", ridge=1e-2,
                  ridge_mode="relative", scale="none", weight_threshold=1e-12,
                  init="identity"):
-        self.gamma = gamma
-        self.mu = mu
-        self.tol = tol
-        self.max_iter = max_iter
-        self.stopping = stopping
-        self.ridge = ridge
-        self.ridge_mode = ridge_mode
-        self.scale = scale
-        self.weight_threshold = weight_threshold
-        self.init = init
+        store_params(self, locals())
 
     def _constraints_needed(self):
         """Triplets, and similar pairs for the whitening (see

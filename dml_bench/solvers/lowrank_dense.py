@@ -27,6 +27,7 @@ import scipy.linalg
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, eigsh
 from sklearn.exceptions import ConvergenceWarning
 
+from .base import store_params
 from .linalg import (PairOuterSum, check_square_memory, components_from_psd, eigh_above, eigh_all,
                      pair_differences, pair_quadratic_forms, pair_sq_distances, triplet_pairs)
 from .lowrank_sgd import (LowRankDMLBase, TripletEvaluator, hinge_objective,
@@ -235,12 +236,7 @@ class LowRankGD(_DenseBase):
 
     def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, max_iter=500,
                  memory_limit_gb=None):
-        self.lam = lam
-        self.tau = tau
-        self.constraint = constraint
-        self.step = step
-        self.max_iter = max_iter
-        self.memory_limit_gb = memory_limit_gb
+        store_params(self, locals())
 
 
 class LowRankSGD(_DenseBase):
@@ -261,6 +257,9 @@ class LowRankSGD(_DenseBase):
 
     Attributes
     ----------
+    trace_ : dict of ndarray
+        Per iteration: ``objective`` (evaluation-subset estimate, every ``log_every``), ``rank``,
+        ``time`` (seconds since the start of ``fit``).
     optimality_ : float
         NaN: no stopping rule (``optimality_measure`` ``"none (fixed number of iterations)"``).
 
@@ -274,16 +273,7 @@ class LowRankSGD(_DenseBase):
     def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, batch_size=1,
                  max_iter=500, log_every=10, n_eval=10000, random_state=0,
                  memory_limit_gb=None):
-        self.lam = lam
-        self.tau = tau
-        self.constraint = constraint
-        self.step = step
-        self.batch_size = batch_size
-        self.max_iter = max_iter
-        self.log_every = log_every
-        self.n_eval = n_eval
-        self.random_state = random_state
-        self.memory_limit_gb = memory_limit_gb
+        store_params(self, locals())
 
 
 class LowRankSGDBatch(LowRankSGD):
@@ -349,13 +339,7 @@ class LowRankFW(_DenseBase):
 
     def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=2.0, max_iter=500,
                  tol=0.0, memory_limit_gb=None):
-        self.lam = lam
-        self.tau = tau
-        self.constraint = constraint
-        self.step = step
-        self.max_iter = max_iter
-        self.tol = tol
-        self.memory_limit_gb = memory_limit_gb
+        store_params(self, locals())
 
     def _check_params(self):
         self._check_common()
@@ -424,6 +408,9 @@ class LowRankSGDOne(_DenseBase):
 
     Attributes
     ----------
+    trace_ : dict of ndarray
+        Per iteration: ``objective`` (evaluation-subset estimate, every ``log_every``),
+        ``multiplier`` (μ_{t+1}), ``time`` (seconds since the start of ``fit``).
     optimality_ : float
         NaN: no stopping rule (``optimality_measure`` ``"none (fixed number of iterations)"``).
 
@@ -439,17 +426,7 @@ class LowRankSGDOne(_DenseBase):
     def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, gamma=1.0,
                  batch_size=10, max_iter=500, log_every=10, n_eval=10000, random_state=0,
                  memory_limit_gb=None):
-        self.lam = lam
-        self.tau = tau
-        self.constraint = constraint
-        self.step = step
-        self.gamma = gamma
-        self.batch_size = batch_size
-        self.max_iter = max_iter
-        self.log_every = log_every
-        self.n_eval = n_eval
-        self.random_state = random_state
-        self.memory_limit_gb = memory_limit_gb
+        store_params(self, locals())
 
     def _check_params(self):
         self._check_common()

@@ -36,7 +36,7 @@ import time
 import numpy as np
 import scipy.sparse
 
-from .base import MetricLearner
+from .base import MetricLearner, store_params
 from .incremental_eigen import eigen_update
 from .linalg import pair_quadratic_forms, pair_sq_distances
 
@@ -278,16 +278,7 @@ class SGDIncSVD(LowRankDMLBase):
 
     def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, batch_size=100,
                  max_iter=500, max_rank=None, log_every=10, n_eval=10000, random_state=0):
-        self.lam = lam
-        self.tau = tau
-        self.constraint = constraint
-        self.step = step
-        self.batch_size = batch_size
-        self.max_iter = max_iter
-        self.max_rank = max_rank
-        self.log_every = log_every
-        self.n_eval = n_eval
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_params(self):
         self._check_common()

@@ -37,7 +37,7 @@ import numpy as np
 from numba import njit, vectorize
 from sklearn.utils import check_random_state
 
-from .base import MetricLearner
+from .base import MetricLearner, store_params
 from .eigen_update import _rank_one_update
 from .linalg import components_from_psd, pair_differences
 
@@ -209,14 +209,7 @@ class MDML(MetricLearner):
 
     def __init__(self, loss="hinge", divergence="frobenius", eta=None, rho=1e-3, n_epochs=1,
                  shuffle=True, random_state=0, log_every=2000):
-        self.loss = loss
-        self.divergence = divergence
-        self.eta = eta
-        self.rho = rho
-        self.n_epochs = n_epochs
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.log_every = log_every
+        store_params(self, locals())
 
     def _check_params(self):
         if self.loss not in LOSSES:

@@ -48,7 +48,7 @@ from numba import njit, types
 from numba.extending import get_cython_function_address
 from sklearn.utils import check_random_state
 
-from .base import MetricLearner
+from .base import MetricLearner, store_params
 from .linalg import JIT_OPTIONS, components_from_psd, pair_differences, pair_sq_distances
 
 TRACE_KEYS = ("iteration", "objective", "squared_loss", "mistakes", "threshold", "time")
@@ -249,10 +249,7 @@ class POLA(MetricLearner):
     optimality_measure = "none (fixed number of passes)"
 
     def __init__(self, n_epochs=1, shuffle=True, random_state=0, log_every=100):
-        self.n_epochs = n_epochs
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.log_every = log_every
+        store_params(self, locals())
 
     def _check_params(self):
         for name in ("n_epochs", "log_every"):

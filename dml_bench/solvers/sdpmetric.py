@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit
 from sklearn.exceptions import ConvergenceWarning
 
-from .base import MetricLearner
+from .base import MetricLearner, store_params
 from .linalg import JIT_OPTIONS, components_from_psd, pair_sq_distances, triplet_pairs
 from .top_eigen import top_eigenvector
 
@@ -142,16 +142,7 @@ class SDPMetric(MetricLearner):
 
     def __init__(self, loss="squared_hinge", C=0.1, h=0.5, tol=1e-5, max_iter=1000,
                  stopping="gap", c1=1e-4, c2=0.1, backtrack=0.5, max_line_search=60):
-        self.loss = loss
-        self.C = C
-        self.h = h
-        self.tol = tol
-        self.max_iter = max_iter
-        self.stopping = stopping
-        self.c1 = c1
-        self.c2 = c2
-        self.backtrack = backtrack
-        self.max_line_search = max_line_search
+        store_params(self, locals())
 
     def _check_params(self, n_triplets):
         if self.loss not in LOSSES:

@@ -24,6 +24,7 @@ from sklearn.svm import SVC
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .base import store_params
 from .linalg import check_square_memory
 
 #: Shen et al. (2014) §IV-A: the grids searched on the validation set (libsvm's usual grid)
@@ -141,9 +142,7 @@ class SVM(ScaledKernelClassifier):
     optimality_measure = "none (not reported by libsvm)"
 
     def __init__(self, C=1.0, gamma="scale", scale=None):
-        self.C = C
-        self.gamma = gamma
-        self.scale = scale
+        store_params(self, locals())
 
     def fit(self, X, y, constraints=None):
         """Fit the m(m−1)/2 binary SVMs on labelled points; ``constraints`` are ignored."""

@@ -52,7 +52,7 @@ import scipy.linalg
 import scipy.optimize
 from sklearn.exceptions import ConvergenceWarning
 
-from .base import MetricLearner
+from .base import MetricLearner, store_params
 from .linalg import (PairOuterSum, components_from_psd, eigh_all, pair_differences,
                      pair_sq_distances, project_psd, weighted_outer_sum)
 
@@ -119,12 +119,7 @@ class Xing(MetricLearner):
 
     def __init__(self, max_iter=100, tol=1e-3, step=0.1, projection="exact", eps=0.01,
                  max_proj=10000):
-        self.max_iter = max_iter
-        self.tol = tol
-        self.step = step
-        self.projection = projection
-        self.eps = eps
-        self.max_proj = max_proj
+        store_params(self, locals())
 
     def _check_params(self):
         if self.projection not in ("exact", "alternating"):

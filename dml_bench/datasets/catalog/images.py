@@ -17,13 +17,11 @@ SHEN2014: list[DatasetSpec] = []
 LFW: list[DatasetSpec] = []
 
 ORL_USPS.append(
-    DatasetSpec(
-        name="orl_faces",
-        description="AT&T (ORL) faces: 40 subjects x 10 grey images of 112x92 pixels",
-        n_samples=400,
-        n_features=112 * 92,
-        n_classes=40,
-        papers=("ying2012", "shen2010"),
+    common.entry(
+        "orl_faces",
+        "AT&T (ORL) faces: 40 subjects x 10 grey images of 112x92 pixels",
+        (400, 112 * 92, 40),
+        ("ying2012", "shen2010"),
         files=(
             FileSpec(
                 "orl_faces/SHA256SUMS",
@@ -41,13 +39,11 @@ ORL_USPS.append(
 )
 
 ORL_USPS.append(
-    DatasetSpec(
-        name="usps",
-        description="USPS handwritten digits 16x16, values in [0, 1]: train (7291) then test (2007)",
-        n_samples=9298,
-        n_features=256,
-        n_classes=10,
-        papers=("ying2012", "shen2010"),  # Shen et al. 2010: LIBSVM USPS, 7291 train + 2007 test
+    common.entry(
+        "usps",
+        "USPS handwritten digits 16x16, values in [0, 1]: train (7291) then test (2007)",
+        (9298, 256, 10),
+        ("ying2012", "shen2010"),  # Shen et al. 2010: LIBSVM USPS, 7291 train + 2007 test
         files=(
             FileSpec(
                 "usps/usps.h5",
@@ -83,48 +79,49 @@ _MNIST_NOTES = (
     "later ones read the cache (well under 3 s, mostly the float64 conversion). Also OpenML 554."
 )
 
-MNIST.append(
-    DatasetSpec(
-        name="mnist",
-        description="MNIST handwritten digits 28x28: train (60000) then test (10000)",
-        n_samples=70000,
-        n_features=784,
-        n_classes=10,
-        papers=("shen2014",),
-        files=tuple(_MNIST_FILES.values()),
-        parser=parsers.idx_files(("train", "test")),
-        image_shape=(28, 28),
-        binary_cache=True,
-        notes=_MNIST_NOTES + " Shen et al. 2014 use the given split (50000 / 10000 / 10000).",
-    )
-)
 
-MNIST.append(
-    DatasetSpec(
-        name="mnist_test",
-        description="MNIST test set only (10000 digits 28x28)",
-        n_samples=10000,
-        n_features=784,
-        n_classes=10,
-        papers=("shen2010",),
-        files=(_MNIST_FILES["t10k-images-idx3-ubyte"], _MNIST_FILES["t10k-labels-idx1-ubyte"]),
-        parser=parsers.idx_files(),
+
+def _mnist(name: str, description: str, n_samples: int, papers: tuple[str, ...],
+           files: tuple[FileSpec, ...], parts: tuple[str, ...] | None, note: str) -> DatasetSpec:
+    """The MNIST entry ``name`` of the IDX ``files`` (images then labels of each split, the splits
+    named by ``parts``), 28x28 digits cached as arrays; ``note`` ends its notes."""
+    return common.entry(
+        name, description, (n_samples, 784, 10), papers,
+        files=files,
+        parser=parsers.idx_files(parts),
         image_shape=(28, 28),
         binary_cache=True,
-        notes=_MNIST_NOTES + " Shen et al. 2010: 'For MNIST, we only use its test data' "
-        "(7000 / 1500 / 1500).",
+        notes=_MNIST_NOTES + note,
     )
-)
+
+
+MNIST.append(_mnist(
+    "mnist",
+    "MNIST handwritten digits 28x28: train (60000) then test (10000)",
+    70000,
+    ("shen2014",),
+    tuple(_MNIST_FILES.values()),
+    ("train", "test"),
+    " Shen et al. 2014 use the given split (50000 / 10000 / 10000).",
+))
+
+MNIST.append(_mnist(
+    "mnist_test",
+    "MNIST test set only (10000 digits 28x28)",
+    10000,
+    ("shen2010",),
+    (_MNIST_FILES["t10k-images-idx3-ubyte"], _MNIST_FILES["t10k-labels-idx1-ubyte"]),
+    None,
+    " Shen et al. 2010: 'For MNIST, we only use its test data' (7000 / 1500 / 1500).",
+))
 
 
 SHEN2014.append(
-    DatasetSpec(
-        name="yale_b",
-        description="Extended Yale B, cropped 32x32 (Deng Cai): 38 subjects under varying light",
-        n_samples=2414,
-        n_features=1024,
-        n_classes=38,
-        papers=("shen2014",),
+    common.entry(
+        "yale_b",
+        "Extended Yale B, cropped 32x32 (Deng Cai): 38 subjects under varying light",
+        (2414, 1024, 38),
+        ("shen2014",),
         files=(
             FileSpec(
                 "yale_b_32x32/YaleB_32x32.mat",
@@ -145,13 +142,11 @@ SHEN2014.append(
 )
 
 SHEN2014.append(
-    DatasetSpec(
-        name="usps_roweis",
-        description="USPS digits 16x16 as distributed by Sam Roweis: 1100 per digit (11000)",
-        n_samples=11000,
-        n_features=256,
-        n_classes=10,
-        papers=("shen2014",),
+    common.entry(
+        "usps_roweis",
+        "USPS digits 16x16 as distributed by Sam Roweis: 1100 per digit (11000)",
+        (11000, 256, 10),
+        ("shen2014",),
         files=(
             FileSpec(
                 "usps_roweis/usps_all.mat",
@@ -174,30 +169,28 @@ SHEN2014.append(
 )
 
 
+#: the papers that evaluate on LFW's restricted verification protocol
+_LFW_PAPERS = ("ying2012", "shen2014")
+
+
+def _lfw_pair_list(file_name: str, sha256: str) -> FileSpec:
+    """The pinned LFW pair list ``file_name``, downloaded from the UMass LFW site."""
+    return FileSpec(f"lfw/{file_name}", sha256, f"{common.LFW}/{file_name}")
+
+
 LFW.append(
-    DatasetSpec(
-        name="lfw_pairs",
-        description="LFW restricted protocol, View 2 pairs.txt: 10 folds x (300 same + 300 different)",
-        n_samples=6000,
-        n_features=0,
-        n_classes=2,
-        papers=("ying2012", "shen2014"),
+    common.entry(
+        "lfw_pairs",
+        "LFW restricted protocol, View 2 pairs.txt: 10 folds x (300 same + 300 different)",
+        (6000, 0, 2),
+        _LFW_PAPERS,
         files=(
-            FileSpec(
-                "lfw/pairsDevTrain.txt",
-                "1d454dada7dfeca0e7eab6f65dc4e97a6312d44cf142207be28d688be92aabfa",
-                f"{common.LFW}/pairsDevTrain.txt",
-            ),
-            FileSpec(
-                "lfw/pairsDevTest.txt",
-                "7cb06600ea8b2814ac26e946201cdb304296262aad67d046a16a7ec85d0ff87c",
-                f"{common.LFW}/pairsDevTest.txt",
-            ),
-            FileSpec(
-                "lfw/pairs.txt",
-                "ea42330c62c92989f9d7c03237ed5d591365e89b3e649747777b70e692dc1592",
-                f"{common.LFW}/pairs.txt",
-            ),
+            _lfw_pair_list("pairsDevTrain.txt",
+                           "1d454dada7dfeca0e7eab6f65dc4e97a6312d44cf142207be28d688be92aabfa"),
+            _lfw_pair_list("pairsDevTest.txt",
+                           "7cb06600ea8b2814ac26e946201cdb304296262aad67d046a16a7ec85d0ff87c"),
+            _lfw_pair_list("pairs.txt",
+                           "ea42330c62c92989f9d7c03237ed5d591365e89b3e649747777b70e692dc1592"),
         ),
         parser=parsers.lfw_pair_list("pairs.txt"),
         class_names=("different", "same"),
@@ -211,13 +204,11 @@ LFW.append(
 )
 
 LFW.append(
-    DatasetSpec(
-        name="lfw_sift",
-        description="LFW funnelled images: SIFT at 9 facial points x 3 scales (Guillaumin et al. 2009)",
-        n_samples=13233,
-        n_features=3456,
-        n_classes=5749,
-        papers=("ying2012", "shen2014"),
+    common.entry(
+        "lfw_sift",
+        "LFW funnelled images: SIFT at 9 facial points x 3 scales (Guillaumin et al. 2009)",
+        (13233, 3456, 5749),
+        _LFW_PAPERS,
         files=(
             FileSpec(
                 "lfw/lfw_sift_funneled.npz",

@@ -33,89 +33,79 @@ _DEXTER_NOTES = (
     "challenge files is the download source. X is a scipy.sparse CSR matrix."
 )
 
-SPECS.append(
-    DatasetSpec(
-        name="dexter",
-        description="NIPS 2003 DEXTER (text, 20000 sparse features), training split (300)",
-        n_samples=300,
-        n_features=20000,
-        n_classes=2,
-        papers=("zhang2017",),
-        files=_DEXTER_TRAIN,
-        parser=parsers.sparse_index_value(20000),
-        sparse=True,
-        notes=_DEXTER_NOTES + " Zhang et al. 2017 do not say which split they use.",
-    )
-)
 
-SPECS.append(
-    DatasetSpec(
-        name="dexter_train_valid",
-        description="NIPS 2003 DEXTER, training (300) then validation (300) split",
-        n_samples=600,
-        n_features=20000,
-        n_classes=2,
-        papers=("zhang2017",),
-        files=_DEXTER_TRAIN
-        + (
-            FileSpec("dexter/dexter_valid.data", None, f"{common.UCI}/dexter/DEXTER/dexter_valid.data"),
-            FileSpec("dexter/dexter_valid.labels", None, f"{common.UCI}/dexter/dexter_valid.labels"),
-        ),
-        parser=parsers.sparse_index_value(20000, parts=("train", "valid")),
+def _dexter(name: str, description: str, n_samples: int, files: tuple[FileSpec, ...],
+            parts: tuple[str, ...] | None, note: str) -> DatasetSpec:
+    """The DEXTER entry ``name`` of the ``files`` (data then labels of each split, the splits
+    named by ``parts``), read sparse into 20000 columns; ``note`` ends its notes."""
+    return common.entry(
+        name, description, (n_samples, 20000, 2), ("zhang2017",),
+        files=files,
+        parser=parsers.sparse_index_value(20000, parts=parts),
         sparse=True,
-        notes=_DEXTER_NOTES + " The validation split (labels released after the challenge; "
-        "the test split has none) is not in the mirror: unpinned, downloaded from UCI.",
+        notes=_DEXTER_NOTES + note,
     )
-)
 
-SPECS.append(
-    DatasetSpec(
-        name="gisette",
-        description="NIPS 2003 GISETTE (digits 4 vs 9, 5000 features), LIBSVM scaled training set",
-        n_samples=6000,
-        n_features=5000,
-        n_classes=2,
-        papers=("zhang2017",),
+
+SPECS.append(_dexter(
+    "dexter",
+    "NIPS 2003 DEXTER (text, 20000 sparse features), training split (300)",
+    300,
+    _DEXTER_TRAIN,
+    None,
+    " Zhang et al. 2017 do not say which split they use.",
+))
+
+SPECS.append(_dexter(
+    "dexter_train_valid",
+    "NIPS 2003 DEXTER, training (300) then validation (300) split",
+    600,
+    _DEXTER_TRAIN + (
+        FileSpec("dexter/dexter_valid.data", None, f"{common.UCI}/dexter/DEXTER/dexter_valid.data"),
+        FileSpec("dexter/dexter_valid.labels", None, f"{common.UCI}/dexter/dexter_valid.labels"),
+    ),
+    ("train", "valid"),
+    " The validation split (labels released after the challenge; the test split has none) is "
+    "not in the mirror: unpinned, downloaded from UCI.",
+))
+
+
+def _libsvm_bz2(name: str, description: str, shape: tuple[int, int, int], path: str,
+                source: str, test_file: str) -> DatasetSpec:
+    """The unpinned LIBSVM training file ``path`` (``<folder>/<file>.bz2`` on the LIBSVM site) of
+    ``shape`` (n_samples, n_features, n_classes), read sparse and cached as arrays; ``source``
+    and ``test_file`` are the first and last sentences of its notes."""
+    name_dir, file_name = path.split("/")
+    return common.entry(
+        name, description, shape, ("zhang2017",),
         files=(
-            FileSpec(
-                "gisette/gisette_scale.bz2",
-                None,
-                f"{common.LIBSVM}/binary/gisette_scale.bz2",
-                compression="bz2",
-            ),
+            FileSpec(f"{name}/{file_name}", None, f"{common.LIBSVM}/{name_dir}/{file_name}",
+                     compression="bz2"),
         ),
-        parser=parsers.libsvm(5000),
+        parser=parsers.libsvm(shape[1]),
         sparse=True,
         binary_cache=True,
-        notes="LIBSVM's gisette_scale (features scaled to [-1, 1]; Zhang et al. 2017 cite "
-        "Chang & Lin 2011, i.e. the LIBSVM data sets). Not in the data mirror: unpinned (the sha256 "
-        "of the decompressed content of the first copy is recorded). The 1000-row test set is "
-        "gisette_scale.t.bz2. X is a scipy.sparse CSR matrix.",
+        notes=f"{source} Not in the data mirror: unpinned (the sha256 of the decompressed content "
+        f"of the first copy is recorded). {test_file} X is a scipy.sparse CSR matrix.",
     )
-)
 
-SPECS.append(
-    DatasetSpec(
-        name="news20",
-        description="20 Newsgroups, LIBSVM news20.scale: 62061 tf-idf features, 20 classes (15935)",
-        n_samples=15935,
-        n_features=62061,
-        n_classes=20,
-        papers=("zhang2017",),
-        files=(
-            FileSpec(
-                "news20/news20.scale.bz2",
-                None,
-                f"{common.LIBSVM}/multiclass/news20.scale.bz2",
-                compression="bz2",
-            ),
-        ),
-        parser=parsers.libsvm(62061),
-        sparse=True,
-        binary_cache=True,
-        notes="LIBSVM's multiclass news20 training file (Lang 1995; 62061 features as in Zhang "
-        "et al. 2017). Not in the data mirror: unpinned (the sha256 of the decompressed content of "
-        "the first copy is recorded). The 3993-row test file is news20.t.scale.bz2. X is a "
-        "scipy.sparse CSR matrix.",
-    )
-)
+
+SPECS.append(_libsvm_bz2(
+    "gisette",
+    "NIPS 2003 GISETTE (digits 4 vs 9, 5000 features), LIBSVM scaled training set",
+    (6000, 5000, 2),
+    "binary/gisette_scale.bz2",
+    "LIBSVM's gisette_scale (features scaled to [-1, 1]; Zhang et al. 2017 cite Chang & Lin "
+    "2011, i.e. the LIBSVM data sets).",
+    "The 1000-row test set is gisette_scale.t.bz2.",
+))
+
+SPECS.append(_libsvm_bz2(
+    "news20",
+    "20 Newsgroups, LIBSVM news20.scale: 62061 tf-idf features, 20 classes (15935)",
+    (15935, 62061, 20),
+    "multiclass/news20.scale.bz2",
+    "LIBSVM's multiclass news20 training file (Lang 1995; 62061 features as in Zhang et al. "
+    "2017).",
+    "The 3993-row test file is news20.t.scale.bz2.",
+))

@@ -58,13 +58,11 @@ BUNDLED.append(_sklearn_bundled(
 ))
 
 TABLES.append(
-    DatasetSpec(
-        name="pima",
-        description="Pima Indians Diabetes (UCI): 8 clinical measurements, diabetes yes / no",
-        n_samples=768,
-        n_features=8,
-        n_classes=2,
-        papers=("ying2012", "shen2010"),  # Shen et al. 2010: "Diabetes", 538 + 115 + 115 rows
+    common.entry(
+        "pima",
+        "Pima Indians Diabetes (UCI): 8 clinical measurements, diabetes yes / no",
+        (768, 8, 2),
+        ("ying2012", "shen2010"),  # Shen et al. 2010: "Diabetes", 538 + 115 + 115 rows
         files=(
             FileSpec(
                 "pima/pima-indians-diabetes.csv",
@@ -81,13 +79,11 @@ TABLES.append(
 )
 
 TABLES.append(
-    DatasetSpec(
-        name="waveform",
-        description="Breiman's Waveform v1 (UCI): 21 noisy attributes, 3 wave classes",
-        n_samples=5000,
-        n_features=21,
-        n_classes=3,
-        papers=("ying2012",),
+    common.entry(
+        "waveform",
+        "Breiman's Waveform v1 (UCI): 21 noisy attributes, 3 wave classes",
+        (5000, 21, 3),
+        ("ying2012",),
         files=(
             FileSpec(
                 "waveform/waveform.data",
@@ -118,13 +114,11 @@ _SEGMENT_NOTES = (
 )
 
 TABLES.append(
-    DatasetSpec(
-        name="segment",
-        description="UCI Image Segmentation: 19 region features of outdoor images, 7 classes",
-        n_samples=2310,
-        n_features=19,
-        n_classes=7,
-        papers=("ying2012",),
+    common.entry(
+        "segment",
+        "UCI Image Segmentation: 19 region features of outdoor images, 7 classes",
+        (2310, 19, 7),
+        ("ying2012",),
         files=(_SEGMENT_DATA, _SEGMENT_TEST),
         parser=parsers.delimited_text(label_column=0, skip_lines=5, parts=("data", "test")),
         notes=_SEGMENT_NOTES,
@@ -132,13 +126,11 @@ TABLES.append(
 )
 
 TABLES.append(
-    DatasetSpec(
-        name="segment_train",
-        description="UCI Image Segmentation, the 210-row segmentation.data file only",
-        n_samples=210,
-        n_features=19,
-        n_classes=7,
-        papers=("kunapuli2012",),
+    common.entry(
+        "segment_train",
+        "UCI Image Segmentation, the 210-row segmentation.data file only",
+        (210, 19, 7),
+        ("kunapuli2012",),
         files=(_SEGMENT_DATA,),
         parser=parsers.delimited_text(label_column=0, skip_lines=5),
         notes=_SEGMENT_NOTES,
@@ -162,13 +154,11 @@ _OPTDIGITS_NOTES = (
 )
 
 TABLES.append(
-    DatasetSpec(
-        name="optdigits",
-        description="UCI optdigits, optdigits.tra then optdigits.tes",
-        n_samples=5620,
-        n_features=64,
-        n_classes=10,
-        papers=("kunapuli2012",),  # 3823 training + 1797 test points (Ying & Li: optdigits_train)
+    common.entry(
+        "optdigits",
+        "UCI optdigits, optdigits.tra then optdigits.tes",
+        (5620, 64, 10),
+        ("kunapuli2012",),  # 3823 training + 1797 test points (Ying & Li: optdigits_train)
         files=(_OPTDIGITS_TRA, _OPTDIGITS_TES),
         parser=parsers.delimited_text(label_column=-1, parts=("train", "test")),
         image_shape=(8, 8),
@@ -177,13 +167,11 @@ TABLES.append(
 )
 
 TABLES.append(
-    DatasetSpec(
-        name="optdigits_train",
-        description="UCI optdigits, optdigits.tra only (Ying & Li 2012 Table 3: 70% of it = 2680)",
-        n_samples=3823,
-        n_features=64,
-        n_classes=10,
-        papers=("ying2012",),
+    common.entry(
+        "optdigits_train",
+        "UCI optdigits, optdigits.tra only (Ying & Li 2012 Table 3: 70% of it = 2680)",
+        (3823, 64, 10),
+        ("ying2012",),
         files=(_OPTDIGITS_TRA,),
         parser=parsers.delimited_text(label_column=-1),
         image_shape=(8, 8),
@@ -281,13 +269,11 @@ MORE_TABLES.append(_uci_table(
 ))
 
 MORE_TABLES.append(
-    DatasetSpec(
-        name="vehicle",
-        description="Statlog Vehicle Silhouettes: 18 shape features of bus / opel / saab / van",
-        n_samples=846,
-        n_features=18,
-        n_classes=4,
-        papers=("shen2010",),
+    common.entry(
+        "vehicle",
+        "Statlog Vehicle Silhouettes: 18 shape features of bus / opel / saab / van",
+        (846, 18, 4),
+        ("shen2010",),
         files=(
             FileSpec(
                 "vehicle/vehicle.npz",

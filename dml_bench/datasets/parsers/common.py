@@ -77,21 +77,21 @@ def check_mat(path: Path, variables: Sequence[str]) -> None:
             refuse(shape, MAT_ITEMSIZE[mclass], f"{path}: {name}", f"MATLAB {mclass}")
 
 
+#: the opener of each compressed suffix; any other file is opened as it is
+_DECOMPRESSORS = {".gz": gzip.open, ".bz2": bz2.open}
+
+
+def _open(path: Path, mode: str):
+    """Open ``path`` for reading in ``mode`` (``"rb"`` or ``"rt"``), decompressing ``.gz`` /
+    ``.bz2``."""
+    return _DECOMPRESSORS.get(Path(path).suffix, open)(path, mode)
+
+
 def open_binary(path: Path):
     """Open a file for reading bytes, decompressing ``.gz`` / ``.bz2``."""
-    suffix = Path(path).suffix
-    if suffix == ".gz":
-        return gzip.open(path, "rb")
-    if suffix == ".bz2":
-        return bz2.open(path, "rb")
-    return open(path, "rb")
+    return _open(path, "rb")
 
 
 def open_text(path: Path):
     """Open a text file, decompressing ``.gz`` / ``.bz2``."""
-    suffix = Path(path).suffix
-    if suffix == ".gz":
-        return gzip.open(path, "rt")
-    if suffix == ".bz2":
-        return bz2.open(path, "rt")
-    return open(path)
+    return _open(path, "rt")
