@@ -217,7 +217,7 @@ def lfw_sift_path(path: PathLike | None = None, *, mirror: PathLike | None = Non
         f"needs the LFW-SIFT file (3456-d SIFT of Guillaumin et al. 2009, not in the data mirror): "
         f"set {LFW_SIFT_ENV}=/path/file, or give `datasets: [{{name: lfw_sift, path: /path/file}}]` "
         f"in the config, or put it at {places[0]}; formats .npz, .mat (v5 or v7.3), .h5 with X "
-        f"(n, 3456) and names (README, User-supplied data)")
+        f"(n, 3456) and names (docs/reproducing.md, User-supplied data)")
 
 
 def load_lfw_table(pair_lists: Sequence[Sequence[LFWPair]], path: PathLike | None = None, *,

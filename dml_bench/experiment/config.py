@@ -88,7 +88,7 @@ LFW_TABLES = {"lfw_sift": "SIFT at 9 facial points x 3 scales (Guillaumin et al.
 
 @dataclass(frozen=True)
 class VerificationSpec:
-    """The ``evaluation:`` options of a verification experiment (README § Config reference).
+    """The ``evaluation:`` options of a verification experiment (docs/config.md).
 
     The protocol they set is :mod:`dml_bench.experiment.verification`'s.
 
@@ -135,7 +135,7 @@ class VerificationSpec:
 
 @dataclass(frozen=True)
 class Experiment:
-    """A validated experiment config (see ``README.md`` § Config reference)."""
+    """A validated experiment config (see ``docs/config.md``)."""
 
     name: str
     datasets: tuple[DatasetEntry, ...]
@@ -439,7 +439,7 @@ def _read_protocol(r: Reader, entries: list) -> tuple:
 
 def _read_verification(r: Reader, evaluation: dict, datasets: list, solvers: list):
     """The ``evaluation:`` options of ``task: verification`` as a :class:`VerificationSpec`
-    (README § Config reference)."""
+    (docs/config.md)."""
     from ..datasets import DATASETS
     from ..solvers import SOLVERS
 

@@ -1,8 +1,8 @@
 """Pair verification as an experiment: the tasks of ``evaluation: {task: verification}``.
 
 The protocol itself (folds, restricted training part, preprocessing, constraints, threshold, ROC)
-is :mod:`dml_bench.experiment.verification`'s; this module plans it as tasks (README § Config
-reference). One :class:`VerificationTask` per (dataset entry, solver, test fold)
+is :mod:`dml_bench.experiment.verification`'s; this module plans it as tasks (see docs/config.md).
+One :class:`VerificationTask` per (dataset entry, solver, test fold)
 (:func:`verification_tasks`), fitted and scored by :func:`fit_and_score`, each a row of
 ``runs.csv`` (:data:`VERIFICATION_COLUMNS`); :mod:`dml_bench.run.verification` runs them
 (:func:`~dml_bench.run.verification.run_verification_experiment`: resumable, shared between

@@ -253,7 +253,7 @@ def _how_to_get(name: str) -> str:
     if not by_hand:
         return f"`dmlbench fetch {name}`"
     return (f"no download source: supply {', '.join(by_hand)} in the cache or a mirror folder; "
-            f"format: README, User-supplied data, or the message of `dmlbench fetch {name}`")
+            f"format: docs/reproducing.md, User-supplied data, or the message of `dmlbench fetch {name}`")
 
 
 def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str = "results",
