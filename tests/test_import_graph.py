@@ -123,6 +123,14 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def write_package(root: Path, files: dict[str, str]) -> Path:
+    """A package laid out from ``{relative path: source}`` under ``root``."""
+    for name, source in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(source)
+    return root
+
+
 @pytest.mark.parametrize("deferred", [True, False], ids=["with-deferred", "at-import"])
 def test_the_package_has_no_import_cycle(deferred):
     graph = import_graph(deferred=deferred)
@@ -134,13 +142,10 @@ def test_the_package_has_no_import_cycle(deferred):
 
 
 def test_the_graph_sees_relative_absolute_and_deferred_imports(tmp_path):
-    pkg = tmp_path / "pkg"
-    (pkg / "sub").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "a.py").write_text("from .sub import c\n")
-    (pkg / "b.py").write_text("import typing\n\ndef f():\n    from . import a\n")
-    (pkg / "sub" / "__init__.py").write_text("from .c import X\nfrom ..a import name\n")
-    (pkg / "sub" / "c.py").write_text("import pkg.b\n")
+    pkg = write_package(tmp_path / "pkg", {
+        "__init__.py": "", "a.py": "from .sub import c\n",
+        "b.py": "import typing\n\ndef f():\n    from . import a\n",
+        "sub/__init__.py": "from .c import X\nfrom ..a import name\n", "sub/c.py": "import pkg.b\n"})
     graph = import_graph(pkg)
     assert graph == {"pkg": set(), "pkg.a": {"pkg.sub.c"}, "pkg.b": {"pkg.a"},
                      "pkg.sub": {"pkg.sub.c", "pkg.a"}, "pkg.sub.c": {"pkg.b"}}
@@ -170,13 +175,10 @@ def test_no_module_imports_a_later_stage(deferred):
 
 
 def test_the_stage_check_sees_an_import_of_a_later_stage(tmp_path):
-    pkg = tmp_path / "pkg"
-    (pkg / "late").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "early.py").write_text("def f():\n    from .late import x\n")
-    (pkg / "middle.py").write_text("from . import early\n")
-    (pkg / "late" / "__init__.py").write_text("")
-    (pkg / "late" / "x.py").write_text("from ..middle import early\n")
+    pkg = write_package(tmp_path / "pkg", {
+        "__init__.py": "", "early.py": "def f():\n    from .late import x\n",
+        "middle.py": "from . import early\n", "late/__init__.py": "",
+        "late/x.py": "from ..middle import early\n"})
     stages = [("first", ("pkg", "pkg.early")), ("second", ("pkg.middle",)),
               ("third", ("pkg.late",))]
     graph = import_graph(pkg)

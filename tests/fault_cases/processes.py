@@ -142,6 +142,9 @@ def _dask_scheduler_killed(ctx):
     return run.returncode, output
 
 
+TIMING_JOBS = ("--timing runs one task at a time so that fit times compare: it cannot be "
+               "combined with -j %d")
+
 CASES = [
     Case("jobs-zero", "processes", argv=("run", "{cfg}", "-j", "0"), line=f"-j 0: {JOBS}"),
     Case("jobs-minus-two", "processes", argv=("run", "{cfg}", "-j", "-2"), line=f"-j -2: {JOBS}"),
@@ -154,13 +157,10 @@ CASES = [
          line="--scheduler tcp://127.0.0.1:8786 needs --backend dask (the config's backend is "
               "sequential)"),
     Case("timing-with-two-jobs", "processes", argv=("run", "{cfg}", "--timing", "-j", "2"),
-         line="--timing runs one task at a time so that fit times compare: it cannot be "
-              "combined with -j 2"),
+         line=TIMING_JOBS % 2),
     Case("timing-config-with-all-cores", "processes",
          changed(execution={"backend": "sequential", "timing": True}),
-         argv=("run", "{cfg}", "-j", "-1"),
-         line="--timing runs one task at a time so that fit times compare: it cannot be "
-              "combined with -j -1"),
+         argv=("run", "{cfg}", "-j", "-1"), line=TIMING_JOBS % -1),
     Case("timing-with-dask", "processes", argv=("run", "{cfg}", "--timing", "--backend", "dask"),
          line="--timing runs one task at a time in this process so that fit times compare: it "
               "cannot be combined with --backend dask"),
