@@ -161,8 +161,8 @@ def main(ctx, data_mirror, cache_dir, allow_plugins):
               help="Run tasks one at a time so fit times are comparable (timing tables).")
 @_FORCE
 @click.option("--supersede", is_flag=True,
-              help="Move finished rows of tasks the config no longer has (changed settings) to "
-                   "runs_superseded.csv; without it such a run stops and lists them.")
+              help="Move finished rows of tasks the config no longer has (changed settings or "
+                   "data) to runs_superseded.csv; without it such a run stops and lists them.")
 @click.option("--results-dir", default="results", show_default=True, type=click.Path(),
               help="Parent folder of the experiment's results folder.")
 @_label_options("the config", "the others stay to be run later into the same results.")

@@ -218,7 +218,7 @@ def set_aside_stale(name: str, store: RunStore, tuning: RunStore, task_ids: set,
     if stale:
         store.archive(stale)
         echo(f"moved {len(stale)} rows of tasks no longer in {name}'s config (changed "
-             f"settings) to {store.superseded}")
+             f"settings or data) to {store.superseded}")
     if stale_tuning:
         tuning.archive(stale_tuning)
 

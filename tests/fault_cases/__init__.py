@@ -16,7 +16,9 @@ API).
 
 Placeholders in ``argv`` items and in ``line``: ``{cfg}`` the config file, ``{results}`` the
 results root, ``{work}`` the case's working folder (the current directory while it runs),
-``{cache}`` the dataset cache, ``{outside}`` a folder outside both that must stay untouched.
+``{cache}`` the dataset cache, ``{outside}`` a folder outside both that must stay untouched, and
+``{<key>}`` any string a case's ``setup`` put in ``ctx.extra`` (e.g. the ids of the finished rows
+the line must name, read from ``runs.csv`` rather than written into the case).
 """
 
 from __future__ import annotations
@@ -57,9 +59,13 @@ class Ctx:
         return self.results / NAME
 
     def fill(self, text: str) -> str:
-        return (text.replace("{cfg}", str(self.cfg)).replace("{results}", str(self.results))
+        text = (text.replace("{cfg}", str(self.cfg)).replace("{results}", str(self.results))
                 .replace("{work}", str(self.work)).replace("{cache}", str(self.cache))
                 .replace("{outside}", str(self.outside)))
+        for key, value in self.extra.items():  # what a setup recorded, e.g. finished task ids
+            if isinstance(value, str):
+                text = text.replace("{" + key + "}", value)
+        return text
 
 
 @dataclass

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from . import GOOD, Case, changed
 
 
 def _case(id, cfg=None, line="", argv=("run", "{cfg}"), **kw):
     return Case(id, "config", dict(GOOD) if cfg is None else cfg, argv=argv, line=line, **kw)
+
+
+def finished_ids(ctx):
+    """``{id0}``, ``{id1}``: the task ids of the finished rows of splits 0 and 1."""
+    runs = pd.read_csv(ctx.run_dir / "runs.csv", dtype={"task_id": str})
+    for split, task_id in zip(runs["split"], runs["task_id"]):
+        ctx.extra[f"id{split}"] = task_id
 
 
 NAME_RULE = ("name: must be a non-empty name without '/', '\\' and other than '.' and '..' (it "
@@ -73,10 +82,10 @@ CASES = [
     _case("unknown-solver-label", argv=("run", "{cfg}", "--solver", "euclidian"),
           line="unknown solver label of corpus 'euclidian'. Did you mean 'euclidean'? Valid "
                "names: euclidean"),
-    _case("changed-config-would-supersede", changed(evaluation={"knn_k": 5}),
-          "corpus: the config no longer contains the tasks of 2 finished rows of runs.csv (a "
+    _case("changed-config-would-supersede", changed(evaluation={"knn_k": 5}), setup=finished_ids,
+          line="corpus: the config no longer contains the tasks of 2 finished rows of runs.csv (a "
           "changed setting, default or data file changes a task's id): e.g. wine split 0 euclidean "
-          "[1f331d9896e05b5f]; wine split 1 euclidean [0e32f400edd11b25]. Rerun with --supersede "
+          "[{id0}]; wine split 1 euclidean [{id1}]. Rerun with --supersede "
           "to move them to runs_superseded.csv and run the new tasks (or --force to recompute "
           "everything), or restore the config that made them"),
     _case("validate-unknown-key", {**GOOD, "solver": []}, argv=("validate", "{cfg}"),

@@ -44,7 +44,9 @@ def edited(change_content: bool):
         path = ctx.work / CSV
         path.write_text(csv_lines(shuffled=False))
         _run(ctx)
-        ctx.extra["old"] = _csv_rows(ctx)
+        ctx.extra["old"] = old = _csv_rows(ctx)
+        for split, task_id in zip(old["split"], old["task_id"]):
+            ctx.extra[f"id{split}"] = task_id
         path.write_text(csv_lines(shuffled=change_content))
         st = path.stat()
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000_000))
@@ -68,7 +70,7 @@ def _rows_kept(ctx, output):
     assert _csv_rows(ctx).equals(ctx.extra["old"])
 
 
-OLD_IDS = "data split 0 euclidean [a94ba92d1314d207]; data split 1 euclidean [ee83b029f812a70b]"
+OLD_IDS = "data split 0 euclidean [{id0}]; data split 1 euclidean [{id1}]"  # the rows run
 
 CASES = [
     Case("csv-changed-in-place-refused", "data", CSV_RUN, setup=edited(True), rows_after=4,
@@ -78,7 +80,7 @@ CASES = [
               "to recompute everything), or restore the config that made them"),
     Case("csv-changed-in-place-superseded", "data", CSV_RUN, argv=("run", "{cfg}", "--supersede"),
          setup=edited(True), code=0, rows_after=4, check=_rerun_on_new_content,
-         line="moved 2 rows of tasks no longer in corpus's config (changed settings) to "
+         line="moved 2 rows of tasks no longer in corpus's config (changed settings or data) to "
               "{results}/corpus/runs_superseded.csv"),
     Case("csv-touched-same-content-kept", "data", CSV_RUN, setup=edited(False), code=0,
          rows_after=4, check=_rows_kept,

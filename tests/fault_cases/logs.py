@@ -173,6 +173,6 @@ CASES = [
     Case("supersede-killed-between-its-steps", "logs",
          changed(evaluation={"knn_k": 5}), argv=("run", "{cfg}", "--supersede"),
          setup=_archive_killed_between_its_steps, code=0,
-         line=f"moved 2 rows of tasks no longer in {NAME}'s config (changed settings) to "
+         line=f"moved 2 rows of tasks no longer in {NAME}'s config (changed settings or data) to "
               f"{{results}}/{NAME}/runs_superseded.csv", rows_after=2, check=_moved_once),
 ]
