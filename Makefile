@@ -60,10 +60,10 @@ leaderboard-quick:
 	dmlbench leaderboard --quick
 
 # the verification stand-in: the LFW restricted protocol (Huang et al. 2007) on drawn Yale B folds
-# (DML-eig, ITML, LDML, Euclidean)
+# (DML-eig, ITML, LDML, Euclidean), an experiment like any other
 .PHONY: verification-standin
 verification-standin:
-	$(PYTHON) -m dml_bench.reproduction.studies.verification_standin --out results/verification_yale_b
+	dmlbench run configs/verification_yale_b.yaml
 
 # the performance record, from the timing scripts of benchmarks/timing/: results/bench/
 # (paper_times*.csv/.md/.png: every timing row of the papers, resumable; floor.csv: per-iteration
@@ -84,3 +84,10 @@ clean:
 .PHONY: test-oldest
 test-oldest:
 	PYTHON=$(PYTHON) bash ci/oldest.sh
+
+# the documentation site (docs/, needs the `docs` extra: pip install -e '.[docs]'): the user guide,
+# the API reference from the docstrings, the gallery of examples/gallery/ (run at build time) and
+# the generated results pages, into docs/_build/html; any warning fails the build
+.PHONY: docs
+docs:
+	$(PYTHON) -m sphinx -W --keep-going -b html docs docs/_build/html

@@ -1,3 +1,3 @@
 """dml-bench: reproduce, compare and extend Mahalanobis distance-metric-learning results."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

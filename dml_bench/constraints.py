@@ -43,6 +43,9 @@ _COLUMNS = {"similar": 2, "dissimilar": 2, "triplets": 3}
 class Constraints:
     """Index-based constraints on a training set ``X`` (rows of ``X`` are referenced).
 
+    Any subset of the arrays may be given (``Constraints(triplets=T)``); a missing one, or None,
+    is an empty ``intp`` array of its shape, (0, 2) for the pairs and (0, 3) for the triplets.
+
     Attributes
     ----------
     similar : ndarray of shape (n_similar, 2)
@@ -51,9 +54,14 @@ class Constraints:
         ``(i, j, k)``: ``x_j`` should be closer to ``x_i`` than ``x_k`` is.
     """
 
-    similar: np.ndarray
-    dissimilar: np.ndarray
-    triplets: np.ndarray
+    similar: np.ndarray | None = None
+    dissimilar: np.ndarray | None = None
+    triplets: np.ndarray | None = None
+
+    def __post_init__(self):
+        for name, width in _COLUMNS.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, np.empty((0, width), dtype=np.intp))
 
     def counts(self) -> dict[str, int]:
         return {"n_similar": len(self.similar), "n_dissimilar": len(self.dissimilar),
@@ -378,3 +386,150 @@ def random_triplets(X, y: np.ndarray, n_triplets: int = 10000,
     k = order[r]
     empty = np.empty((0, 2), dtype=np.intp)
     return Constraints(empty, empty.copy(), np.column_stack([i, j, k]).astype(np.intp))
+
+
+def constraints_from_labels(X=None, y=None, *, n_pairs: int = 0, n_triplets: int | None = 0,
+                            n_quadruplets: int = 0, k: int = 3,
+                            seed: int | None = 0) -> tuple[Constraints, np.ndarray]:
+    """Pairs, k-NN triplets and quadruplets drawn among the labelled points of partial labels.
+
+    Called as ``constraints_from_labels(y, ...)`` when only pairs and quadruplets are drawn
+    (they use the labels alone), and as ``constraints_from_labels(X, y, ...)`` for triplets,
+    which need the points. Every index is a row of the full ``X`` (``y``), unlabelled rows
+    included, so that the result is passed as is to ``fit(X, constraints=...)``; no constraint
+    involves an unlabelled point.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d) or CSR matrix, optional
+        The points; needed only when triplets are drawn.
+    y : array-like of shape (n,)
+        Labels, ``-1`` for an unlabelled point.
+    n_pairs : int, default=0
+        Similar pairs drawn, and as many dissimilar pairs. A similar pair ``(i, j)``: ``i``
+        uniform among the labelled points whose class has another labelled point, ``j ≠ i``
+        uniform within that class; a dissimilar pair: ``i`` uniform among the labelled points,
+        ``j`` uniform among the labelled points of the other classes. Draws are independent
+        (a pair may repeat).
+    n_triplets : int or None, default=0
+        Triplets drawn, without repetition, from the :func:`knn_triplets` of the labelled points
+        (each point's ``k`` nearest same-class and ``k`` nearest other-class labelled points in
+        the Euclidean space of ``X``: ``n_labelled · k²`` triplets); None: all of them.
+    n_quadruplets : int, default=0
+        Quadruplets ``(a, b, c, d)`` asking ``d(x_a, x_b) < d(x_c, x_d)``: ``(a, b)`` a similar
+        and ``(c, d)`` a dissimilar pair, each drawn as for ``n_pairs``.
+    k : int, default=3
+        Targets and impostors per labelled point of the k-NN triplets.
+    seed : int or None, default=0
+        Seed of ``numpy.random.default_rng``: the same seed and arguments give the same
+        constraints (None: fresh entropy). The draws come in the order pairs, triplets,
+        quadruplets.
+
+    Returns
+    -------
+    constraints : Constraints
+        The similar and dissimilar pairs and the triplets.
+    quadruplets : ndarray of shape (n_quadruplets, 4)
+        For learners that take them (``LSML().fit(X, quadruplets=...)``).
+
+    Raises
+    ------
+    ValueError
+        In one line naming the argument: nothing is asked for, a count is negative, ``y`` is not
+        one-dimensional or does not match ``X``, triplets are asked for without ``X``, there are
+        fewer than two labelled classes, no class has two labelled points for a similar pair, or
+        more triplets are asked for than the labelled points have.
+    """
+    if y is None:
+        X, y = None, X
+    _LabelDraws.check_counts(n_pairs=n_pairs, n_triplets=n_triplets,
+                             n_quadruplets=n_quadruplets, k=k)
+    wants_triplets = n_triplets is None or n_triplets > 0
+    if wants_triplets and X is None:
+        raise ValueError("X: k-NN triplets need the points; call constraints_from_labels(X, y, "
+                         "...)")
+    X, y, draw = _LabelDraws.of(X, y)
+    labelled = draw.labelled
+    rng = np.random.default_rng(seed)
+    empty = np.empty((0, 2), dtype=np.intp)
+    similar = draw.similar(rng, n_pairs) if n_pairs else empty
+    dissimilar = draw.dissimilar(rng, n_pairs) if n_pairs else empty.copy()
+    triplets = np.empty((0, 3), dtype=np.intp)
+    if wants_triplets:
+        triplets = labelled[knn_triplets(X[labelled], y[labelled], k=k).triplets]
+        if n_triplets is not None:
+            if n_triplets > len(triplets):
+                raise ValueError(f"n_triplets: {n_triplets} asked for, but the {len(labelled)} "
+                                 f"labelled points have {len(triplets)} k-NN triplets (k = {k})")
+            triplets = triplets[np.sort(rng.choice(len(triplets), n_triplets, replace=False))]
+    quadruplets = np.empty((0, 4), dtype=np.intp)
+    if n_quadruplets:
+        quadruplets = np.hstack([draw.similar(rng, n_quadruplets),
+                                 draw.dissimilar(rng, n_quadruplets)])
+    return Constraints(similar, dissimilar, triplets), quadruplets
+
+
+class _LabelDraws:
+    """Random similar and dissimilar pairs among labelled points (:func:`constraints_from_labels`):
+    ``labelled`` their rows, ``inverse`` the class of each (0..c−1), ``counts`` the class sizes."""
+
+    @staticmethod
+    def check_counts(**counts) -> None:
+        """A one-line ``ValueError`` unless every count is an int ≥ 0 (``n_triplets`` may be
+        None) and something is asked for."""
+        for name, value in counts.items():
+            if value is None and name == "n_triplets":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise ValueError(f"{name}: expected an int >= 0, got {value!r}")
+        if not (counts["n_pairs"] or counts["n_quadruplets"] or counts["n_triplets"] is None
+                or counts["n_triplets"]):
+            raise ValueError("constraints_from_labels: nothing to draw; give n_pairs, n_triplets "
+                             "or n_quadruplets")
+
+    @classmethod
+    def of(cls, X, y):
+        """``(X, y, draws)`` of the points (None, an array or CSR) and partial labels, checked
+        in one line each: ``y`` one-dimensional, as many rows in ``X``, two labelled classes."""
+        if y is None:
+            raise ValueError("y: constraints_from_labels needs the labels y (-1 = unlabelled)")
+        y = np.asarray(y)
+        if y.ndim != 1:
+            raise ValueError(f"y: expected a 1-D array of labels, got shape {y.shape}")
+        if X is not None and not sp.issparse(X):
+            X = np.asarray(X)
+        if X is not None and X.shape[0] != len(y):
+            raise ValueError(f"X: has {X.shape[0]} rows but y has {len(y)} labels")
+        unlabelled = (y == -1) if y.dtype.kind in "biuf" else (y.astype(str) == "-1")
+        labelled = np.flatnonzero(~unlabelled)
+        classes, inverse, counts = np.unique(y[labelled], return_inverse=True,
+                                             return_counts=True)
+        if len(classes) < 2:
+            raise ValueError(f"y: constraints_from_labels needs at least two labelled classes, "
+                             f"got {len(classes)}")
+        return X, y, cls(labelled, inverse.ravel(), counts)
+
+    def __init__(self, labelled, inverse, counts):
+        self.labelled, self.inverse, self.counts = labelled, inverse, counts
+        self.order = np.argsort(inverse, kind="stable")          # labelled points by class
+        self.starts = np.concatenate([[0], np.cumsum(counts)])[:-1]
+        self.slot = np.empty(len(inverse), dtype=np.intp)         # place within its class
+        self.slot[self.order] = np.arange(len(inverse)) - self.starts[inverse[self.order]]
+
+    def similar(self, rng, n: int) -> np.ndarray:
+        anchors = np.flatnonzero(self.counts[self.inverse] >= 2)
+        if not len(anchors):
+            raise ValueError("y: a similar pair needs a class with two labelled points; every "
+                             "labelled class has one")
+        i = anchors[rng.integers(len(anchors), size=n)]
+        c = self.inverse[i]
+        r = rng.integers(self.counts[c] - 1)                      # a slot of c other than i's
+        r += r >= self.slot[i]
+        return np.column_stack([self.labelled[i], self.labelled[self.order[self.starts[c] + r]]])
+
+    def dissimilar(self, rng, n: int) -> np.ndarray:
+        i = rng.integers(len(self.inverse), size=n)
+        c = self.inverse[i]
+        r = rng.integers(len(self.inverse) - self.counts[c])      # a point outside class c
+        r += np.where(r >= self.starts[c], self.counts[c], 0)
+        return np.column_stack([self.labelled[i], self.labelled[self.order[r]]])

@@ -97,7 +97,8 @@ def test_identity_solver_fails_the_committed_quickstart_baseline(tmp_path, monke
     from dml_bench.solvers import SOLVERS, Euclidean
 
     repo = Path(__file__).resolve().parents[1]
-    exp = replace(load_config(repo / "configs" / "quickstart.yaml"), n_jobs=1)  # in-process
+    exp = load_config(repo / "configs" / "quickstart.yaml")
+    exp = replace(exp, execution=replace(exp.execution, n_jobs=1))  # in-process
     monkeypatch.setitem(SOLVERS._items, "dml_eig", type("IdentityDMLEig", (Euclidean,), {
         "__init__": lambda self, **params: None, "get_params": lambda self, deep=True: {}}))
     run_experiment(exp, tmp_path, echo=lambda m: None)

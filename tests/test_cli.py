@@ -166,7 +166,7 @@ def test_run_bad_config_exits_2(tmp_path, write_yaml):
 
 def test_run_with_failures_exits_1(tmp_path, write_yaml):
     cfg = write_yaml({**TINY, "solvers": [{"name": "euclidean"},
-                                          {"name": "dml_eig", "params": {"stopping": "bogus"}}]})
+                                          {"name": "sdpmetric", "params": {"c1": 0.5, "c2": 0.1}}]})
     result = invoke("run", cfg, "--results-dir", tmp_path / "results")
     assert result.exit_code == 1
     assert "6 tasks run, 0 already done, 6 failed" in result.stdout
@@ -221,7 +221,7 @@ def test_an_exception_that_a_sigterm_caused_exits_like_the_sigterm(monkeypatch):
 
     import click
 
-    from dml_bench import cli
+    from dml_bench.cli import base as cli
 
     @click.group(cls=cli._OneLineErrors)
     def group():

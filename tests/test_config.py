@@ -10,7 +10,8 @@ import yaml
 from click.testing import CliRunner
 
 from dml_bench.cli import main
-from dml_bench.experiment.config import Experiment, load_config, parse_config
+from dml_bench.experiment.config import load_config, parse_config
+from dml_bench.experiment.sections import Experiment
 from dml_bench.experiment.schema import ConfigError
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
@@ -178,13 +179,13 @@ def test_missing_file(tmp_path):
 def test_largest_valid_k_is_accepted(write_yaml, k, dataset):
     # iris: 35 training points per class, wine: 34 in its smallest class -> k = 34 / 33 is fine
     exp = load_config(write_yaml(edited(datasets=[{"name": dataset}], constraints__params={"k": k})))
-    assert exp.generator_params == {"k": k}
+    assert dict(exp.constraints.params) == {"k": k}
 
 
 def test_k_check_can_be_skipped(write_yaml):
     # the class-size check needs the data; check_data=False validates the config alone
     cfg = edited(datasets=[{"name": "iris"}], constraints__params={"k": 35})
-    assert load_config(write_yaml(cfg), check_data=False).generator_params == {"k": 35}
+    assert dict(load_config(write_yaml(cfg), check_data=False).constraints.params) == {"k": 35}
 
 
 def test_bare_names_are_entries_with_their_defaults(write_yaml):
@@ -212,10 +213,10 @@ def test_valid_config_values_and_defaults(write_yaml):
     assert exp.datasets[0].preprocessing.normalize == "zscore"
     assert [s.label for s in exp.solvers] == ["euclidean"]
     # documented defaults (Ying & Li 2012 protocol: 70 % training, k = 3 targets, 3-NN)
-    assert exp.train_fraction == 0.7 and exp.stratify is True
-    assert exp.generator == "knn_triplets" and exp.generator_params == {"k": 3}
-    assert exp.knn_k == 3 and exp.tie_break == "nearest"
-    assert exp.backend == "loky" and exp.n_jobs == 1 and exp.timing is False
+    assert exp.split.train_fraction == 0.7 and exp.split.stratify is True
+    assert exp.constraints.generator == "knn_triplets" and dict(exp.constraints.params) == {"k": 3}
+    assert exp.evaluation.knn_k == 3 and exp.evaluation.tie_break == "nearest"
+    assert (exp.execution.backend, exp.execution.n_jobs, exp.execution.timing) == ("loky", 1, False)
     assert exp.paper_table == ()
 
 
@@ -313,7 +314,7 @@ def test_random_generators_skip_the_k_class_size_check():
     # k = 3 targets would need 4 training points per class; random triplets need labels only
     cfg = edited(datasets=[{"name": "iris", "n_samples": 9}],
                  constraints={"generator": "random_triplets", "params": {"n_triplets": 50}})
-    assert parse_config(cfg, source="t").generator == "random_triplets"
+    assert parse_config(cfg, source="t").constraints.generator == "random_triplets"
     with pytest.raises(ConfigError, match="needs more than k training points"):
         parse_config(edited(datasets=[{"name": "iris", "n_samples": 9}]), source="t")
 

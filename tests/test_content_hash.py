@@ -21,6 +21,7 @@ from dml_bench.datasets import content
 from dml_bench.datasets.spec import spec_from_arrays
 from dml_bench.run.results import log_segments
 from dml_bench.experiment.knn import all_tasks
+from dml_bench.experiment.kinds import task_kind
 from dml_bench.run.tuning import tune_tasks
 from dml_bench.experiment.verification_tasks import data_digest as verification_digest
 
@@ -82,7 +83,7 @@ def test_committed_results_keep_their_task_ids(folder):
     reference (the content digest itself is checked against hashlib above)."""
     exp = parse_config(yaml.safe_load((folder / "config.yaml").read_text()),
                        source=str(folder / "config.yaml"), check_data=False)
-    tasks = list(all_tasks(exp))
+    tasks = task_kind(exp).all_tasks(exp)
     ids = {t.task_id for t in tasks}
     rows = pd.concat([pd.read_csv(seg, dtype={"task_id": str})
                       for seg in log_segments(folder / "runs.csv")

@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 import sklearn.datasets  # noqa: F401  (its slow first import here, not inside a test)
 
+from dml_bench.experiment.sections import DataPlace
 from dml_bench.datasets import (
     DATASETS,
     DataIntegrityError,
@@ -489,5 +490,5 @@ def test_runner_skips_a_corrupt_dataset_with_a_one_line_reason(tmp_path):
 
     mirror = tmp_path / "mirror"
     flip_byte(copy_to(mirror, PIMA))
-    reason = tasks._data_problem("pima", mirror=str(mirror), cache_dir=str(tmp_path / "c"))
+    reason = tasks._data_problem("pima", DataPlace(str(mirror), str(tmp_path / "c")))
     assert reason.startswith("data not available: dataset 'pima': sha256 mismatch") and "\n" not in reason

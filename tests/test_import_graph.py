@@ -42,7 +42,7 @@ STAGES = [
     ("report", ("dml_bench.report",)),
     ("reproduction", ("dml_bench.reproduction",)),
     ("leaderboard", ("dml_bench.leaderboard",)),
-    ("cli", ("dml_bench.cli",)),
+    ("cli", ("dml_bench.cli", "dml_bench.__main__")),
 ]
 
 #: imports of a later stage that the package has on purpose: (importer, imported) → why
@@ -217,9 +217,9 @@ LONG_KERNELS = {
 }
 
 
-def function_lengths(source: str) -> dict[str, int]:
-    """``{qualified name: lines from its def to its end}`` of every function of ``source``, the
-    nested ones and methods included (``Class.method``, ``outer.inner``)."""
+def functions(source: str) -> dict[str, ast.AST]:
+    """``{qualified name: node}`` of every function of ``source``, the nested ones and methods
+    included (``Class.method``, ``outer.inner``)."""
     out = {}
 
     def visit(node, prefix):
@@ -227,13 +227,18 @@ def function_lengths(source: str) -> dict[str, int]:
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 name = prefix + child.name
                 if not isinstance(child, ast.ClassDef):
-                    out[name] = child.end_lineno - child.lineno + 1
+                    out[name] = child
                 visit(child, name + ".")
             else:
                 visit(child, prefix)
 
     visit(ast.parse(source), "")
     return out
+
+
+def function_lengths(source: str) -> dict[str, int]:
+    """``{qualified name: lines from its def to its end}`` of every function of ``source``."""
+    return {name: f.end_lineno - f.lineno + 1 for name, f in functions(source).items()}
 
 
 def test_function_lengths_count_from_def_to_end_with_docstring_and_nesting():
@@ -259,3 +264,47 @@ def test_no_module_or_function_is_too_long():
     for rel, name in LONG_KERNELS:
         assert function_lengths((ROOT / rel).read_text()).get(name, 0) > MAX_FUNCTION_LINES, \
             f"{rel}:{name} is no longer over {MAX_FUNCTION_LINES} lines: drop its exemption"
+
+
+#: the most parameters a function takes (``self`` and ``cls`` not counted): a function that needs
+#: more takes the config's sections, a :class:`~dml_bench.run.runner.Selection` or a
+#: :class:`~dml_bench.experiment.sections.DataPlace` instead of their fields
+MAX_PARAMETERS = 8
+#: functions allowed more, by kind: (module path, qualified name) → why
+MANY_PARAMETERS = {
+    ("reproduction/studies/mvu.py", "run_mvu_experiment"):
+        "a study's settings, given one by one as its target's `params:` in targets.yaml",
+    ("reproduction/studies/mvu_study.py", "run_embedding_quality_study"):
+        "a study's settings, given one by one as its target's `params:` in targets.yaml",
+}
+
+
+def parameter_counts(source: str) -> dict[str, int]:
+    """``{qualified name: number of parameters}`` of every function of ``source`` (``self``,
+    ``cls``, ``*args`` and ``**kwargs`` not counted)."""
+    return {name: sum(x.arg not in ("self", "cls")
+                      for x in (*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs))
+            for name, f in functions(source).items()}
+
+
+def _exempt(rel: str, name: str, source: str) -> bool:
+    """A solver's constructor (its hyper-parameters, as scikit-learn wants them) or numerical
+    kernel (a compiled or inner loop given its arrays), a CLI command (one parameter per
+    option, as click calls it), or a listed study."""
+    if rel.startswith("solvers/"):
+        return True
+    if rel.startswith("cli/"):
+        return True
+    return (rel, name) in MANY_PARAMETERS
+
+
+def test_no_function_takes_too_many_parameters():
+    assert parameter_counts("def f(a, b=1, *c, d, **e):\n    pass\nclass C:\n"
+                            "    def m(self, x):\n        pass\n") == {"f": 3, "C.m": 1}
+    over = []
+    for path in sorted(ROOT.rglob("*.py")):
+        rel, source = path.relative_to(ROOT).as_posix(), path.read_text()
+        over += [f"{rel}:{name}: {count} parameters"
+                 for name, count in parameter_counts(source).items()
+                 if count > MAX_PARAMETERS and not _exempt(rel, name, source)]
+    assert over == [], f"functions over {MAX_PARAMETERS} parameters"

@@ -178,7 +178,8 @@ def test_quick_board_runs_resumes_and_writes_its_statistics(tmp_path):
     for name in ("ranks.tex", "ranks.html", "pairwise.csv", "friedman.csv", "time_error.csv",
                  "figures/cd_diagram.png", "figures/time_error.png", "leaderboard.html"):
         assert (board / name).stat().st_size > 0
-    assert "../REPRODUCTION.html" in (board / "leaderboard.html").read_text()
+    # no reproduction report beside the board: the page does not link to one
+    assert "../REPRODUCTION.html" not in (board / "leaderboard.html").read_text()
     # the times' host: every one of the 15 cells ran here, and the page says on which CPU
     cpuinfo = Path("/proc/cpuinfo")
     listed = re.search(r"^model name\s*:\s*(.+?)\s*$", cpuinfo.read_text() if cpuinfo.exists()
@@ -228,7 +229,7 @@ def test_the_committed_boards_declare_the_hosts_note():
     notes = {load_board(REPO / "configs" / name).hosts_note
              for name in ("leaderboard.yaml", "leaderboard_quick.yaml")}
     assert notes == {"hosts of one nominal size differ by up to a factor of 2 on the same fit, "
-                     "in either direction by workload (`results/leaderboard_diagnosis/hosts.md`)."}
+                     "in either direction by workload (`hosts.md` in `results/leaderboard_diagnosis`)."}
 
 
 @pytest.fixture
@@ -282,7 +283,7 @@ def test_fit_over_budget_is_marked_and_propagates_to_larger_sets(small_board, tm
 def test_each_cell_reports_its_progress_in_a_log(small_board, tmp_path):
     # a cell runs in a child process whose stderr is the board's log (no terminal): it says how
     # many of the cell's tasks (tuning fits and final fits) are done, with an ETA
-    done = subprocess.run([sys.executable, "-m", "dml_bench.cli", "leaderboard", "--config",
+    done = subprocess.run([sys.executable, "-m", "dml_bench", "leaderboard", "--config",
                            str(small_board), "--results-dir", str(tmp_path / "r"),
                            "--solver", "lda", "--dataset", "iris"],
                           capture_output=True, text=True, env=os.environ.copy(), timeout=300)
@@ -352,7 +353,7 @@ def test_a_cell_stopped_by_a_signal_is_one_line_and_takes_its_workers_along(smal
     small_board.write_text(yaml.safe_dump(data))
     env = {**os.environ, "DMLBENCH_ALLOW_PLUGINS": "1",  # the sleeper is a plug-in
            "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
-    board = subprocess.Popen([sys.executable, "-m", "dml_bench.cli", "leaderboard", "--config",
+    board = subprocess.Popen([sys.executable, "-m", "dml_bench", "leaderboard", "--config",
                               str(small_board), "--results-dir", str(tmp_path / "r")],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     try:
@@ -650,6 +651,103 @@ def test_reproduction_page_links_to_the_leaderboard_page(tmp_path):
     (tmp_path / "leaderboard" / "leaderboard.html").write_text("<html></html>")
     page = render_html("\n".join(_leaderboard_link(tmp_path)), "dml-bench reproduction")
     assert '<a href="leaderboard/leaderboard.html">Leaderboard</a>' in page
+
+
+def _page_targets(page: str) -> tuple[list[str], list[str], list[str]]:
+    """The page's links (outside its contents), images and contents entries."""
+    links = re.findall(r'<a href="([^"#][^"]*)"', page)
+    return links, re.findall(r'<img src="([^"]+)"', page), re.findall(r'<a href="#([^"]+)"', page)
+
+
+def test_the_board_page_links_only_its_own_files_and_shows_no_absolute_path(
+        small_board, tmp_path, monkeypatch):
+    """The board written into a folder given by its absolute path: its pages print no folder of
+    the machine, every link and image names a file the board wrote (the reproduction report
+    only once it is there), every section and table is in the contents with its anchor, the
+    critical-difference diagram names the methods as the ranks table does and the time plot's
+    legend stands beside its points."""
+    from dml_bench.leaderboard import page as board_page
+
+    data = yaml.safe_load(small_board.read_text())
+    data["solvers"][1]["label"] = "LDA (Fisher)"
+    small_board.write_text(yaml.safe_dump(data))
+    figures = {}
+    save = board_page.save_figure
+
+    def keep(fig, out_dir, name, *args, **kw):
+        fig.canvas.draw()
+        figures[name] = {"texts": [t.get_text() for t in fig.texts + fig.axes[0].texts],
+                         "legends": [lg.get_window_extent() for lg in fig.legends],
+                         "axes": fig.axes[0].get_window_extent(), "figure": fig.bbox}
+        return save(fig, out_dir, name, *args, **kw)
+
+    monkeypatch.setattr(board_page, "save_figure", keep)
+    results = tmp_path / "r"
+    _invoke("leaderboard", "--config", small_board, "--results-dir", results)
+    board = results / "leaderboard_quick"
+    md, page = (board / "LEADERBOARD.md").read_text(), (board / "leaderboard.html").read_text()
+    assert str(tmp_path) not in md and str(tmp_path) not in page
+    assert "from `leaderboard_quick`" in md
+    links, images, contents = _page_targets(page)
+    assert images == ["figures/cd_diagram.png", "figures/time_error.png"] and links == []
+    assert all((board / target).is_file() for target in links + images)
+    assert {"protocol", "ranks", "table-ranks-table", "significance", "pairwise",
+            "table-pairwise-table"} <= set(contents)
+    assert all(f'id="{anchor}"' in page for anchor in contents)
+    ranks = pd.read_csv(board / "ranks.csv")
+    shown = [t.rsplit(" (", 1)[0] for t in figures["cd_diagram"]["texts"] if t.endswith(")")
+             and not t.startswith("CD")]
+    assert sorted(shown) == ["DML-eig", "Euclidean", "LDA (Fisher)"] and "LDA (Fisher)" in shown
+    time_plot = figures["time_error"]
+    assert len(time_plot["legends"]) == 1
+    assert not time_plot["legends"][0].overlaps(time_plot["axes"])
+    assert time_plot["legends"][0].x1 <= time_plot["figure"].x1 + 1
+    # with the reproduction report written beside the board, the page links to it
+    (results / "REPRODUCTION.html").write_text("<html></html>")
+    _invoke("leaderboard", "--config", small_board, "--results-dir", results, "--stats-only")
+    assert _page_targets((board / "leaderboard.html").read_text())[0] == ["../REPRODUCTION.html"]
+
+
+def test_the_ranks_tex_and_pairwise_tex_have_captions(small_board, tmp_path):
+    _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r")
+    board = tmp_path / "r" / "leaderboard_quick"
+    for name, words in (("ranks.tex", "mean test error (\\%) over 3 random 70/30 training/test "
+                                      "splits"),
+                        ("pairwise.tex", "Wilcoxon signed-rank p-value")):
+        lines = (board / name).read_text().splitlines()
+        assert lines[:2] == ["\\begin{table}[htbp]", "\\centering"]
+        assert lines[2].startswith("\\caption{") and words in lines[2], lines[2]
+        assert lines[-1] == "\\end{table}"
+
+
+def test_the_full_boards_ranks_table_fits_a_1400_pixel_window():
+    """The ranks table of the committed board (every data set a column) in the page's smaller
+    font for wide tables: its narrowest layout (headers broken after underscores, each column
+    as wide as its widest word, in DejaVu Sans, wider than the sans-serifs browsers use) fits
+    the page's 70 em column, well inside a 1400 px window; and a scrolling container holds it."""
+    from matplotlib.textpath import TextPath
+
+    from dml_bench.leaderboard.board import load_board
+    from dml_bench.report.html import render_html
+
+    exp = load_board(REPO / "configs" / "leaderboard.yaml").experiment
+    header = ["method", "mean_rank", "n_ranked", *(d.label for d in exp.datasets)]
+    rows = [[s.label, "12.31", "18", *(["n/a", "27.54"] * len(header))[:len(header) - 3]]
+            for s in exp.solvers]
+    markdown = "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                         + ["| " + " | ".join(r) + " |" for r in rows])
+    page = render_html(markdown, "board")
+    assert '<div class="table-wrap" id="table-table"><table class="wide">' in page
+    font, pad = map(int, re.search(r"table\.wide td,table\.wide th\{font-size:(\d+)%;"
+                                   r"padding:\d+px (\d+)px\}", page).groups())
+    px = 16 * font / 100  # the cells' font: a share of the page's 16 px
+
+    def em(word):
+        return TextPath((0, 0), word, size=1).get_extents().width
+
+    widths = [max([em(w) for w in re.split(r"(?<=_)", h)] + [em(r[j]) for r in rows]) * px
+              + 2 * pad + 1 for j, h in enumerate(header)]
+    assert sum(widths) <= 70 * 16 < 1400, sum(widths)
 
 
 def test_bad_input_is_one_line_not_a_traceback(tmp_path, write_yaml):

@@ -286,7 +286,8 @@ def test_drawn_folds_config_and_lfw_targets_are_runnable_configs():
                         "solvers": ["euclidean"], "evaluation": {
                             "task": "verification", "folds": "drawn", "n_folds": 10,
                             "n_matched": 60, "n_mismatched": 60}}, check_data=False)
-    assert exp.verification.folds == "drawn" and exp.verification.n_matched == 60
+    spec = exp.evaluation.verification
+    assert spec.folds == "drawn" and spec.n_matched == 60
     targets = load_targets()
     for tid in LFW_TARGETS:
         assert not targets[tid].unsupported, tid

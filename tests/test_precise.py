@@ -12,7 +12,8 @@ import pytest
 from scipy.stats import t as student_t
 
 from dml_bench.experiment.config import load_config
-from dml_bench.report.knn import add_precise_columns, read_runs, summarize, t_interval, write_report
+from dml_bench.report.kind import write_report
+from dml_bench.report.knn import add_precise_columns, read_runs, summarize, t_interval
 from dml_bench.reproduction.targets import (TargetUnavailable, target_experiment, load_targets,
                                             precise_version)
 from dml_bench.reproduction.report import _precise_cells

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,7 +19,7 @@ from dml_bench.cli import main
 from dml_bench.experiment.config import load_config
 from dml_bench.datasets import DataIntegrityError, DataNotAvailable, load_dataset
 from dml_bench.evaluate import model_retrieval_precision, retrieval_precision
-from dml_bench.run.runner import run_experiment
+from dml_bench.run.runner import Selection, run_experiment
 from dml_bench.solvers import SOLVERS
 from dml_bench.splits import split_indices
 
@@ -228,7 +230,7 @@ def small_target(tmp_path, monkeypatch):
             solver.setdefault("params", {})["max_iter"] = 10
     (tmp_path / "fig3.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     targets = yaml.safe_load((REPO / "dml_bench/reproduction/targets.yaml").read_text())
-    targets["targets"]["shen2010-fig3"]["params"]["config"] = str(tmp_path / "fig3.yaml")
+    targets["targets"]["shen2010-fig3"]["config"] = str(tmp_path / "fig3.yaml")
     (tmp_path / "targets.yaml").write_text(yaml.safe_dump(targets, sort_keys=False))
     monkeypatch.setattr(reproduction, "TARGETS_FILE", tmp_path / "targets.yaml")
     monkeypatch.setattr(reproduction.load_targets, "__defaults__", (tmp_path / "targets.yaml",))
@@ -242,7 +244,7 @@ def test_fig3_target_end_to_end_on_a_generated_file(small_target):
     run = CliRunner().invoke(main, ["reproduce", "shen2010-fig3", "--results-dir", str(results)])
     assert run.exit_code == 0, run.output
     out = results / "shen2010_fig3"
-    runs = pd.read_csv(out / "retrieval_runs.csv")
+    runs = pd.read_csv(out / "runs.csv")
     labels = ["euclidean", "lmnn", "sdpmetric_squared_hinge", "sdpmetric_huber"]
     assert sorted(runs["label"]) == sorted(labels * 2)
     assert (runs["n_train"] == 472).all() and (runs["n_test"] == 382).all()
@@ -252,13 +254,13 @@ def test_fig3_target_end_to_end_on_a_generated_file(small_target):
     assert runs.loc[runs["label"] == "lmnn", "tuned_params"].str.contains("mu").all()
 
     # the curve is the mean over the splits of each split's mean over its queries
-    curves = pd.read_csv(out / "fig3_retrieval.csv")
+    curves = pd.read_csv(out / "figures" / "retrieval.csv")
     assert set(curves["series"]) == set(labels) and curves["x"].max() == 20
     eu = curves[curves["series"] == "euclidean"].sort_values("x")
     np.testing.assert_allclose(eu["y"], 100 * precision[runs["label"] == "euclidean"].mean(axis=0))
     assert eu["n"].eq(2).all()
     for ext in ("png", "pdf"):
-        assert (out / f"fig3_retrieval.{ext}").stat().st_size > 0
+        assert (out / "figures" / f"retrieval.{ext}").stat().st_size > 0
 
     # Euclidean's split-0 curve: the faces of that split's test part, among its test images
     X, y, _ = load_dataset("face_background")
@@ -273,8 +275,10 @@ def test_fig3_target_end_to_end_on_a_generated_file(small_target):
     assert comparison["dataset"].eq("face_background").all() and len(comparison) == 4
     assert comparison["paper_mean"].tolist() == [26.41, 14.71, 16.75, 15.86]
     assert comparison["status"].isin(["match", "mismatch"]).all()
-    exp = load_config(small_target / "fig3.yaml")
-    run_experiment(exp, small_target / "runner", solvers=["euclidean"], echo=lambda *_: None)
+    exp = load_config(small_target / "fig3.yaml")  # the same fits as a k-NN experiment
+    exp = replace(exp, evaluation=replace(exp.evaluation, task="knn", retrieval=None))
+    run_experiment(exp, small_target / "runner", select=Selection(solvers=["euclidean"]),
+                   echo=lambda *_: None)
     by_runner = pd.read_csv(small_target / "runner/shen2010_fig3/runs.csv").sort_values("split")
     np.testing.assert_allclose(runs[runs["label"] == "euclidean"].sort_values("split")["error"],
                                by_runner["error"])
@@ -286,4 +290,4 @@ def test_fig3_target_end_to_end_on_a_generated_file(small_target):
     section = md[md.index("### Figure 3 — retrieval accuracy"):]
     section = section[:section.index("\n### ")]
     assert "make reproduce-shen2010-fig3" in section and "Not runnable" not in section
-    assert "fig3_retrieval.png" in section
+    assert "figures/retrieval.png" in section

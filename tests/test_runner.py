@@ -24,10 +24,11 @@ from sklearn.preprocessing import StandardScaler
 
 from dml_bench.run import execution
 from dml_bench.experiment.config import load_config, parse_config
+from dml_bench.experiment.sections import DataPlace
 from dml_bench.datasets import load_dataset
 from dml_bench.errors import RunRefused
 from dml_bench.run.results import RUN_COLUMNS, RunStore
-from dml_bench.run.runner import run_experiment
+from dml_bench.run.runner import Selection, run_experiment
 from dml_bench.splits import derive_seed, train_test_split_indices
 from dml_bench.experiment.knn import plan, prepare_split
 
@@ -49,6 +50,11 @@ QUICK = {  # the quickstart, made small: wine + iris, Euclidean + DML-eig (50 it
 def experiment(**changes):
     cfg = {**QUICK, **changes}
     return parse_config(cfg, source="test")
+
+
+def with_execution(exp, **settings):
+    """``exp`` with its ``execution:`` section changed."""
+    return replace(exp, execution=replace(exp.execution, **settings))
 
 
 def quiet_run(exp, root, **kw):
@@ -75,8 +81,8 @@ def planned_ids(exp) -> list[str]:
 
 def test_n_jobs_do_not_change_results(tmp_path):
     exp = experiment()
-    s1, _ = quiet_run(replace(exp, n_jobs=1), tmp_path / "j1")
-    s2, _ = quiet_run(replace(exp, n_jobs=2), tmp_path / "j2")
+    s1, _ = quiet_run(with_execution(exp, n_jobs=1), tmp_path / "j1")
+    s2, _ = quiet_run(with_execution(exp, n_jobs=2), tmp_path / "j2")
     assert (s1.total, s1.ran, s1.failed, s2.ran, s2.failed) == (8, 8, 0, 8, 0)  # 2 × 2 × 2
     r1, r2 = runs_of(tmp_path / "j1"), runs_of(tmp_path / "j2")
     assert list(r1.columns) == RUN_COLUMNS
@@ -104,7 +110,7 @@ def test_n_jobs_do_not_change_results(tmp_path):
     assert (dml["n_iter"] == 50).all() and r1["error"].between(0, 1).all()
     # the resolved config written next to the results re-parses to the same experiment
     written = yaml.safe_load((tmp_path / "j1" / "quick" / "config.yaml").read_text())
-    assert parse_config(written) == replace(exp, n_jobs=1)
+    assert parse_config(written) == with_execution(exp, n_jobs=1)
 
 
 def test_euclidean_error_matches_sklearn_pipeline(tmp_path):
@@ -112,7 +118,7 @@ def test_euclidean_error_matches_sklearn_pipeline(tmp_path):
     # KNeighborsClassifier(3) (its tie-break is "lowest")
     exp = experiment(solvers=[{"name": "euclidean"}], evaluation={"tie_break": "lowest"},
                      split={"n_splits": 3, "seed": 5})
-    summary, _ = quiet_run(replace(exp, n_jobs=1), tmp_path)
+    summary, _ = quiet_run(with_execution(exp, n_jobs=1), tmp_path)
     assert summary.ran == 6
     for row in runs_of(tmp_path).itertuples():
         X, y, _ = load_dataset(row.dataset)
@@ -139,8 +145,8 @@ def test_dask_local_cluster_matches_loky(tmp_path, monkeypatch):
 
     monkeypatch.setattr(distributed, "LocalCluster", spy)
     exp = experiment()
-    quiet_run(replace(exp, backend="loky", n_jobs=2), tmp_path / "loky")
-    summary, _ = quiet_run(replace(exp, backend="dask", n_jobs=2, scheduler=None),
+    quiet_run(with_execution(exp, backend="loky", n_jobs=2), tmp_path / "loky")
+    summary, _ = quiet_run(with_execution(exp, backend="dask", n_jobs=2, scheduler=None),
                            tmp_path / "dask")
     assert (summary.ran, summary.failed) == (8, 0)
     pd.testing.assert_frame_equal(comparable(runs_of(tmp_path / "loky")),
@@ -178,7 +184,7 @@ def test_killed_run_resumes_each_task_once(tmp_path, write_yaml):
     cfg = write_yaml(KILL_CONFIG, "kill.yaml")
     root = tmp_path / "results"
     runs_csv = root / "killme" / "runs.csv"
-    cmd = [sys.executable, "-m", "dml_bench.cli", "run", str(cfg), "--results-dir", str(root)]
+    cmd = [sys.executable, "-m", "dml_bench", "run", str(cfg), "--results-dir", str(root)]
     expected = planned_ids(load_config(cfg))
     assert len(expected) == len(set(expected)) == 3 * 2 * 8
 
@@ -224,7 +230,7 @@ def test_two_runs_on_one_folder_share_the_tasks(tmp_path, write_yaml):
                                   {"name": "dml_eig", "params": {"max_iter": 200, "tol": 0.0}}]},
                      "shared.yaml")
     root = tmp_path / "results"
-    cmd = [sys.executable, "-m", "dml_bench.cli", "run", str(cfg), "--results-dir", str(root)]
+    cmd = [sys.executable, "-m", "dml_bench", "run", str(cfg), "--results-dir", str(root)]
     expected = planned_ids(load_config(cfg))
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=os.environ.copy()) for _ in range(2)]
@@ -367,7 +373,7 @@ def test_only_half_a_header(tmp_path):
 
 
 def test_rerun_skips_finished_and_force_recomputes(tmp_path):
-    exp = replace(experiment(), n_jobs=1)
+    exp = with_execution(experiment(), n_jobs=1)
     ids = planned_ids(exp)
     first, _ = quiet_run(exp, tmp_path)
     assert (first.total, first.ran, first.done_before) == (8, 8, 0)
@@ -378,7 +384,7 @@ def test_rerun_skips_finished_and_force_recomputes(tmp_path):
     assert (tmp_path / "quick" / "runs.csv").read_bytes() == content
     assert any("8 of 8 tasks already" in m for m in messages)
 
-    forced, _ = quiet_run(exp, tmp_path, force=True)
+    forced, _ = quiet_run(exp, tmp_path, select=Selection(force=True))
     assert (forced.ran, forced.done_before) == (8, 0)
     runs = runs_of(tmp_path)
     assert len(runs) == 8 and sorted(runs["task_id"]) == sorted(ids)
@@ -392,7 +398,7 @@ def test_changed_setting_is_a_new_task(tmp_path):
     exp = small_experiment()
     quiet_run(exp, tmp_path)
     before = (tmp_path / "quick" / "runs.csv").read_bytes()
-    changed = replace(exp, knn_k=5)
+    changed = replace(exp, evaluation=replace(exp.evaluation, knn_k=5))
     # finished rows never vanish silently: the run stops first, naming them
     with pytest.raises(RunRefused) as refused:
         quiet_run(changed, tmp_path)
@@ -404,7 +410,7 @@ def test_changed_setting_is_a_new_task(tmp_path):
     assert "\n" not in message
     assert (tmp_path / "quick" / "runs.csv").read_bytes() == before
     assert not (tmp_path / "quick" / "runs_superseded.csv").exists()
-    summary, _ = quiet_run(changed, tmp_path, supersede=True)
+    summary, _ = quiet_run(changed, tmp_path, select=Selection(supersede=True))
     assert summary.ran == summary.total == 6  # different knn_k -> different task ids
     # the old rows no longer belong to the config: moved aside, not mixed into the summary
     assert len(runs_of(tmp_path)) == 6
@@ -418,9 +424,9 @@ def test_changed_setting_is_a_new_task(tmp_path):
 
 
 def test_failing_task_goes_to_errors_csv(tmp_path):
-    exp = replace(experiment(solvers=[
+    exp = with_execution(experiment(solvers=[
         {"name": "euclidean"},
-        {"name": "dml_eig", "label": "broken", "params": {"stopping": "bogus", "max_iter": 5}},
+        {"name": "sdpmetric", "label": "broken", "params": {"c1": 0.5, "c2": 0.1, "max_iter": 5}},
     ]), n_jobs=1)
     summary, messages = quiet_run(exp, tmp_path)
     assert (summary.total, summary.ran, summary.failed) == (8, 4, 4)
@@ -429,7 +435,7 @@ def test_failing_task_goes_to_errors_csv(tmp_path):
     errors = pd.read_csv(tmp_path / "quick" / "errors.csv", dtype={"task_id": str})
     assert len(errors) == 4 and set(errors["label"]) == {"broken"}
     assert set(errors["error_type"]) == {"ValueError"}
-    assert errors["message"].str.contains("stopping must be one of").all()
+    assert errors["message"].str.contains("need c1 < c2").all()
     assert sorted(zip(errors["dataset"], errors["split"])) == \
         [("iris", 0), ("iris", 1), ("wine", 0), ("wine", 1)]
     assert set(errors["task_id"]).isdisjoint(runs["task_id"])
@@ -442,9 +448,9 @@ def test_failing_task_goes_to_errors_csv(tmp_path):
 def test_failing_task_in_parallel(tmp_path):
     exp = experiment(solvers=[
         {"name": "euclidean"},
-        {"name": "dml_eig", "label": "broken", "params": {"stopping": "bogus"}},
+        {"name": "sdpmetric", "label": "broken", "params": {"c1": 0.5, "c2": 0.1}},
     ])
-    summary, _ = quiet_run(replace(exp, n_jobs=2, backend="loky"), tmp_path)
+    summary, _ = quiet_run(with_execution(exp, n_jobs=2, backend="loky"), tmp_path)
     assert (summary.ran, summary.failed) == (4, 4)
 
 
@@ -501,7 +507,7 @@ def test_mirror_dataset_is_planned_and_split(mirror, monkeypatch):
     if not (mirror / "pima").exists():
         pytest.skip(f"the mirror {mirror} has no pima folder")
     exp = experiment(datasets=[{"name": "pima"}], solvers=[{"name": "euclidean"}])
-    tasks, skipped = plan(exp, mirror=str(mirror))
+    tasks, skipped = plan(exp, DataPlace(str(mirror)))
     assert skipped == [] and len(tasks) == 2
     X_train, y_train, X_test, y_test, c, _, _ = prepare_split(tasks[0])
     # 500 negatives, 268 positives: ceil(0.7·500) + ceil(0.7·268) = 350 + 188 = 538
@@ -514,13 +520,13 @@ def test_mirror_dataset_is_planned_and_split(mirror, monkeypatch):
 
 def test_timing_mode_runs_sequentially(tmp_path, monkeypatch):
     exp = experiment(execution={"n_jobs": 2, "backend": "loky", "timing": True})
-    assert exp.timing and exp.n_jobs == 2
+    assert exp.execution.timing and exp.execution.n_jobs == 2
 
     def no_parallel(*args, **kwargs):
         raise AssertionError("timing mode must not run tasks in parallel workers")
 
     # first a normal (parallel) run; its rows are not timing rows
-    quiet_run(replace(exp, timing=False), tmp_path)
+    quiet_run(with_execution(exp, timing=False), tmp_path)
     assert set(runs_of(tmp_path)["timing_mode"]) == {False}
 
     monkeypatch.setattr(execution, "Parallel", no_parallel)
@@ -541,11 +547,11 @@ def test_an_interruption_inside_a_compiled_call_stops_the_run(mirror, monkeypatc
     exception set`` caused by the interruption (CPython's chaining, reproduced by sending SIGTERM
     during ``linalg._pair_sq_distances``). The task must re-raise the interruption, not record a
     failed task and let the run go on (the flaky ``test_sigterm_stops_a_cli_run_like_ctrl_c``)."""
-    from dml_bench.run import runner
+    from dml_bench.run import knn as runner
     from dml_bench.experiment.knn import all_tasks
 
     config = Path(__file__).resolve().parents[1] / "configs" / "quickstart.yaml"
-    task = next(iter(all_tasks(load_config(config), str(mirror))))
+    task = next(iter(all_tasks(load_config(config), DataPlace(str(mirror)))))
 
     def interrupted(*args, **kwargs):
         try:
@@ -600,7 +606,7 @@ def test_a_user_file_edited_in_place_reruns_its_tasks_and_no_others(tmp_path):
     assert a.stat().st_size == size
     with pytest.raises(RunRefused, match="no longer contains the tasks of 2 finished rows"):
         quiet_run(exp, root)
-    summary, _ = quiet_run(exp, root, supersede=True)
+    summary, _ = quiet_run(exp, root, select=Selection(supersede=True))
     assert (summary.ran, summary.done_before) == (2, 2)
 
     runs = runs_of(root, "edits")
@@ -818,7 +824,7 @@ def test_supersede_killed_between_its_two_steps_moves_each_row_once(tmp_path, wr
     assert sorted(superseded["task_id"]) == sorted(old["task_id"])  # both logs hold them
     assert sorted(runs_of(root, "moved")["task_id"]) == sorted(old["task_id"])
 
-    summary, messages = quiet_run(load_config(changed), root, supersede=True)
+    summary, messages = quiet_run(load_config(changed), root, select=Selection(supersede=True))
     assert summary.ran == 6
     superseded = pd.read_csv(folder / "runs_superseded.csv", dtype={"task_id": str})
     key = ["task_id", "finished_at"]
@@ -873,7 +879,7 @@ def test_a_dataset_that_cannot_be_read_is_a_reason_to_skip(monkeypatch):
 
     exp = experiment(solvers=[{"name": "euclidean"}])
     monkeypatch.setattr(datasets, "load_dataset", unreadable)
-    assert _data_problem("wine", None, None) == \
+    assert _data_problem("wine", DataPlace()) == \
         "data not available: dataset 'wine': /data/mine.csv: Permission denied"
     tasks, skipped = plan(exp)
     assert tasks == []
@@ -884,7 +890,7 @@ def test_a_dataset_that_cannot_be_read_is_a_reason_to_skip(monkeypatch):
         raise ValueError("could not convert string to float: 'x'")
 
     monkeypatch.setattr(datasets, "load_dataset", not_numbers)
-    assert _data_problem("wine", None, None) == \
+    assert _data_problem("wine", DataPlace()) == \
         "data not available: dataset 'wine': ValueError: could not convert string to float: 'x'"
 
     def bug(name, **kwargs):
@@ -892,7 +898,7 @@ def test_a_dataset_that_cannot_be_read_is_a_reason_to_skip(monkeypatch):
 
     monkeypatch.setattr(datasets, "load_dataset", bug)
     with pytest.raises(TypeError):
-        _data_problem("wine", None, None)
+        _data_problem("wine", DataPlace())
 
 
 def test_labels_that_select_no_task_are_refused():
@@ -941,8 +947,8 @@ def test_a_run_that_waits_for_another_says_so_once(tmp_path):
             release.set()
 
     execution.land_rows(lambda task, blas: {"task_id": task.task_id}, work, RunStore(tmp_path),
-                        n_jobs=1, backend="sequential", claims=claims, require_timing=False,
-                        record=record, echo=messages.append)
+                        execution.Landing(1, "sequential", claims, echo=messages.append),
+                        require_timing=False, record=record)
     thread.join()
     assert messages == ["waiting for 2 tasks that another run on this folder is running"]
     assert rows == [tid(0), tid(3), tid(1), tid(2)]

@@ -13,7 +13,7 @@ import scipy.spatial
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.svm import SVC
 
-from dml_bench.run.runner import run_task
+from dml_bench.run.knn import run_task
 from dml_bench.experiment.knn import prepare_split
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +29,8 @@ def test_rows_euclidean_error_and_configured_fit(seed_diagnosis):
     exp, tasks = seed_diagnosis.tasks_for(str(ROOT / "configs" / "quickstart.yaml"), "dml_eig",
                                           "wine", splits=1)
     # scikit-learn breaks vote ties to the lowest class: evaluate the split with that rule
-    task = dataclasses.replace(tasks[0], tie_break="lowest")
+    task = dataclasses.replace(tasks[0], evaluation=dataclasses.replace(tasks[0].evaluation,
+                                                                       tie_break="lowest"))
     rows = seed_diagnosis.diagnose(task, caps=[10, 1000], paper=seed_diagnosis.paper_cells(exp, task))
     assert [r["cap"] for r in rows] == [10, 1000]
     for column in ("n_iter", "converged", "objective", "final_gap", "rel_gap", "rank",

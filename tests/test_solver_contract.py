@@ -21,7 +21,9 @@ from dml_bench.solvers import SOLVERS, MetricLearner
 #: every registered metric learner (the registry also holds the SVM classifier baseline)
 LEARNERS = sorted(n for n in SOLVERS if issubclass(SOLVERS[n], MetricLearner))
 
-QUICK = {"dml_eig": {"max_iter": 20}, "lmnn_eig": {"max_iter": 20},
+QUICK = {"lfda": {}, "covariance": {}, "mlkr": {"max_iter": 20}, "sdml": {},
+         "lsml": {"max_iter": 20}, "scml": {"max_iter": 200, "check_every": 50},
+         "dml_eig": {"max_iter": 20}, "lmnn_eig": {"max_iter": 20},
          "sdpmetric": {"max_iter": 15, "tol": 0}, "boostmetric": {"max_iter": 15},
          "frobmetric": {"max_iter": 15}, "xing": {"max_iter": 20}, "lmnn": {"max_iter": 20},
          "nca": {"max_iter": 5}, "ldml": {"max_iter": 20}, "lda": {}, "pca": {}, "rca": {},

@@ -5,7 +5,8 @@ import numpy as np
 import scipy.sparse
 
 from dml_bench.experiment.config import parse_config
-from dml_bench.run.runner import run_task
+from dml_bench.experiment.sections import DataPlace
+from dml_bench.run.knn import run_task
 from dml_bench.experiment.knn import all_tasks, prepare_split
 
 
@@ -18,7 +19,7 @@ def test_dense_and_sparse_solvers_run_on_dexter(mirror, monkeypatch):
         "solvers": [{"name": "pca"},
                     {"name": "sgd_incsvd", "params": {"max_iter": 20, "batch_size": 10}}],
     })
-    tasks = {t.solver.name: t for t in all_tasks(exp, mirror=str(mirror))}
+    tasks = {t.solver.name: t for t in all_tasks(exp, DataPlace(str(mirror)))}
     dense = prepare_split(tasks["pca"])
     sparse = prepare_split(tasks["sgd_incsvd"])
     assert isinstance(dense[0], np.ndarray) and isinstance(dense[2], np.ndarray)

@@ -3,6 +3,7 @@ selection by held-out error, chosen values in runs.csv, resumable tuning fits.""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -164,7 +165,7 @@ def test_choose_breaks_ties_by_grid_order_and_refuses_incomplete_tuning(spy):
 
 def test_failed_tuning_fits_fail_the_task_and_are_retried(spy, tmp_path, monkeypatch):
     exp = config({"grid": {"noise": [0.0, 1.0]}, "cv": 2})
-    real = runner.run_tune_task
+    real = runner.RUN_KINDS["knn"]
 
     def flaky(tt, blas_threads=1):
         if dict(tt.point)["noise"] == 1.0 and tt.fold[2] == 0:
@@ -172,16 +173,16 @@ def test_failed_tuning_fits_fail_the_task_and_are_retried(spy, tmp_path, monkeyp
                 raise RuntimeError("injected")
             except RuntimeError as exc:
                 return {**failure_row(tt.task, exc), "task_id": tt.task_id}
-        return real(tt, blas_threads)
+        return real.run_tuning_task(tt, blas_threads)
 
-    monkeypatch.setattr(runner, "run_tune_task", flaky)
+    monkeypatch.setitem(runner.RUN_KINDS, "knn", dataclasses.replace(real, run_tuning_task=flaky))
     first = run_experiment(exp, tmp_path, echo=lambda m: None)
     runs = pd.read_csv(tmp_path / "tuned" / "runs.csv")
     assert set(runs.solver) == {"euclidean"}
     errors = pd.read_csv(tmp_path / "tuned" / "errors.csv")
     assert errors.message.str.contains("tuning fits are missing").sum() == 2
     assert first.failed == 4
-    monkeypatch.setattr(runner, "run_tune_task", real)
+    monkeypatch.setitem(runner.RUN_KINDS, "knn", real)
     second = run_experiment(exp, tmp_path, echo=lambda m: None)
     assert second.ran == 2 and second.failed == 0
 

@@ -10,7 +10,11 @@ import pytest
 from scipy.stats import sem
 from sklearn.metrics import roc_auc_score, roc_curve
 
+import pandas as pd
+
 from dml_bench.datasets import load_dataset
+from dml_bench.experiment.config import ConfigError, parse_config
+from dml_bench.run.runner import run_experiment
 from dml_bench.datasets.lfw import lfw_image_name, load_lfw_pairs, load_lfw_sift, save_lfw_sift
 from dml_bench.experiment.verification import (
     PairFold,
@@ -26,7 +30,6 @@ from dml_bench.experiment.verification import (
     pair_triplets,
     preprocess_fold,
     restricted_split,
-    run_verification,
 )
 from dml_bench.experiment.verification import _k_nearest
 
@@ -187,35 +190,36 @@ def _synthetic_lfw(names, dim=32, seed=0):
     return np.abs(np.array([centre[_person(n)] for n in names]) + rng.normal(0, 0.6, (len(names), dim)))
 
 
-def test_synthetic_lfw_file_runs_the_restricted_protocol(view2, tmp_path):
+def _verify(tmp_path, datasets: list, solvers: list, evaluation: dict, n_splits: int = 2):
+    """Run a verification experiment through the runner; its ``runs.csv`` and summary."""
+    exp = parse_config({"name": "verify", "datasets": datasets, "solvers": solvers,
+                        "split": {"n_splits": n_splits, "seed": 0},
+                        "evaluation": {"task": "verification", **evaluation}}, check_data=False)
+    messages = []
+    summary = run_experiment(exp, tmp_path, echo=messages.append)
+    assert summary.failed == 0 and not summary.skipped, messages
+    return pd.read_csv(tmp_path / "verify" / "runs.csv"), exp
+
+
+def test_synthetic_lfw_file_loads_with_its_names(view2, tmp_path):
+    """A descriptor file of View 2's images loads as written (the protocol on View 2's folds
+    through the runner: tests/test_lfw_targets.py)."""
     names = _names(view2)
     path = tmp_path / "lfw_synthetic.npz"
     save_lfw_sift(path, _synthetic_lfw(names).astype(np.float32), names)
     X, table = load_lfw_sift(path, n_features=32)
     assert X.shape == (7701, 32) and table == names
-    folds = lfw_pair_folds(view2, table)
-    results = {name: run_verification(X, folds, name, params, pca=16, sqrt=True, test_folds=[0, 1])
-               for name, params in (("euclidean", {}), ("itml", {"max_iter": 20}))}
-    for out in results.values():
-        rows = out["folds"]
-        assert list(rows["fold"]) == [0, 1] and (rows["n_test_pairs"] == 600).all()
-        assert (rows["n_train_pairs"] == 5400).all()
-        assert (rows["accuracy"] > 0.6).all() and out["auc"] > 0.65
-        assert out["accuracy_mean"] == pytest.approx(rows["accuracy"].mean())
-        assert out["accuracy_sem"] == pytest.approx(sem(rows["accuracy"]))
-        assert 0 < out["eer"] < 0.5 and len(out["roc"]) > 2
-    itml = results["itml"]["folds"]
-    assert (itml["n_similar"] == 2700).all() and (itml["n_dissimilar"] == 2700).all()
 
 
-def test_drawn_folds_run_a_triplet_solver_and_refuse_label_solvers():
-    X, y, _ = load_dataset("orl_faces")
-    folds = draw_pair_folds(y, n_folds=10, n_matched=60, n_mismatched=60, seed=0)
-    out = run_verification(X, folds, "frobmetric", {"max_iter": 20}, pca=20, test_folds=[0, 1],
-                           n_triplets=1000)
-    assert (out["folds"]["n_triplets"] == 1000).all() and out["auc"] > 0.6
-    with pytest.raises(ValueError, match="class labels"):
-        run_verification(X, folds, "lda", pca=20, test_folds=[0])
+def test_drawn_folds_run_a_triplet_solver_and_refuse_label_solvers(tmp_path):
+    runs, _ = _verify(tmp_path, [{"name": "orl_faces", "normalize": "none", "pca": 20}],
+                      [{"name": "frobmetric", "params": {"max_iter": 20}}],
+                      {"folds": "drawn", "n_folds": 10, "n_matched": 60, "n_mismatched": 60,
+                       "n_triplets": 1000})
+    assert (runs["n_triplets"] == 1000).all() and (runs["auc"] > 0.6).all()
+    with pytest.raises(ConfigError, match="class labels"):
+        _verify(tmp_path, [{"name": "orl_faces", "pca": 20}], [{"name": "lda"}],
+                {"folds": "drawn", "n_folds": 10, "n_matched": 60, "n_mismatched": 60})
 
 
 @pytest.mark.parametrize("seed", range(3))

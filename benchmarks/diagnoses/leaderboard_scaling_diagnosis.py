@@ -75,8 +75,8 @@ def diagnose(dataset: str, normalizations: list[str], config: str) -> pd.DataFra
             n_rare, share = rare_feature_share(X_fit)
             rows.append({"dataset": dataset, "split": task.split, "normalize": normalize,
                          "board": normalize == board,
-                         "error": knn_error(X_fit, y_fit, X_eval, y_eval, task.knn_k,
-                                            task.tie_break),
+                         "error": knn_error(X_fit, y_fit, X_eval, y_eval, task.evaluation.knn_k,
+                                            task.evaluation.tie_break),
                          "runs_error": runs_error.get(task.split) if normalize == board else None,
                          "rare_features": n_rare, "rare_share": share})
     return pd.DataFrame(rows)

@@ -153,7 +153,7 @@ def _fit(task, X, y, X_test, y_test, constraints, variant, tuned) -> dict:
     trace = getattr(model, "trace_", None) or {}
     rel_gap = (float(trace["gap"][-1] / abs(trace["objective"][-1]))
                if len(trace.get("gap", ())) and len(trace.get("objective", ())) else np.nan)
-    return {"error": 100 * model_error(model, X, y, X_test, y_test, task.knn_k, task.tie_break),
+    return {"error": 100 * model_error(model, X, y, X_test, y_test, task.evaluation.knn_k, task.evaluation.tie_break),
             "n_iter": getattr(model, "n_iter_", None),
             "converged": getattr(model, "converged_", None), "rel_gap": rel_gap,
             "rank": spectrum_counts(model.components_)[0], "fit_time": seconds}

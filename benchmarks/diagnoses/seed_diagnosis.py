@@ -56,6 +56,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from dml_bench.experiment.config import parse_scalar
+from dml_bench.experiment.sections import DataPlace
 from dml_bench.evaluate import knn_error, model_error, spectrum_counts
 from dml_bench.leaderboard.board import experiment_of
 from dml_bench.run.results import RunStore
@@ -82,7 +83,7 @@ def tasks_for(config: str, label: str, dataset: str, splits: int | None = None,
     ``config`` is a paper config or a leaderboard config (``configs/leaderboard.yaml``).
     """
     exp = experiment_of(config)
-    tasks = [t for t in all_tasks(exp, mirror) if t.solver.label == label
+    tasks = [t for t in all_tasks(exp, DataPlace(mirror)) if t.solver.label == label
              and t.dataset.label == dataset]
     if not tasks:
         raise SystemExit(f"{config}: no task with solver label {label!r} on dataset {dataset!r}")
@@ -184,7 +185,8 @@ def diagnose(task: Task, caps: list[int] | None = None, fractions=DEFAULT_FRACTI
     rows = []
     with threadpool_limits(1):
         X_train, y_train, X_test, y_test, constraints, _, _ = prepare_split(task)
-        euclidean = 100 * knn_error(X_train, y_train, X_test, y_test, task.knn_k, task.tie_break)
+        euclidean = 100 * knn_error(X_train, y_train, X_test, y_test, task.evaluation.knn_k,
+                                    task.evaluation.tie_break)
         for variant in variants or [{}]:
             done = []  # (cap, n_iter, row) of the fits that stopped by their own rule
             for cap in caps:
@@ -200,8 +202,8 @@ def diagnose(task: Task, caps: list[int] | None = None, fractions=DEFAULT_FRACTI
                     start = time.perf_counter()
                     model.fit(X_train, y_train, constraints=constraints)
                     seconds = time.perf_counter() - start
-                error = 100 * model_error(model, X_train, y_train, X_test, y_test, task.knn_k,
-                                          task.tie_break)
+                error = 100 * model_error(model, X_train, y_train, X_test, y_test, task.evaluation.knn_k,
+                                          task.evaluation.tie_break)
                 # a reference classifier (SVM, kernel ELM) learns no metric: no spectrum
                 rank, energy = (spectrum_counts(model.components_)
                                 if hasattr(model, "components_") else (np.nan, np.nan))
@@ -214,7 +216,7 @@ def diagnose(task: Task, caps: list[int] | None = None, fractions=DEFAULT_FRACTI
                     nearest = np.exp(-gamma * nearest_sq_distances(Z_train))
                     kernel = {"kernel_nn_median": float(np.median(nearest)),
                               "nn1_error": 100 * knn_error(Z_train, y_train, Z_test, y_test, 1,
-                                                           task.tie_break)}
+                                                           task.evaluation.tie_break)}
                 fit = {
                     "experiment": task.experiment, "dataset": task.dataset.label,
                     "split": task.split, "solver": task.solver.name, "label": task.solver.label,

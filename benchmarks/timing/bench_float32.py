@@ -46,7 +46,7 @@ def fit_and_predict(task):
         X_train, y_train, X_test, y_test, constraints, _, _ = prepare_split(task)
         solver, wall, cpu = fit_task_solver(task, X_train, y_train, constraints)
         pred = knn_predict(solver.transform(X_train), y_train, solver.transform(X_test),
-                           k=task.knn_k, tie_break=task.tie_break)
+                           k=task.evaluation.knn_k, tie_break=task.evaluation.tie_break)
     return {"wall_seconds": wall, "cpu_seconds": cpu, "n_iter": solver.n_iter_,
             "optimality": getattr(solver, "optimality_", np.nan),
             "error": float(np.mean(pred != y_test))}, pred == y_test

@@ -42,7 +42,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from dml_bench import __version__
-from dml_bench.experiment.config import DatasetEntry, SolverEntry
+from dml_bench.experiment.sections import ConstraintSpec, DatasetEntry, EvaluationSpec, SolverEntry, SplitSpec
 from dml_bench.constraints import Constraints
 from bench_float32 import mcnemar_p  # benchmarks/timing/, beside this script
 from dml_bench.evaluate import knn_predict
@@ -102,8 +102,8 @@ def metric_learn_python(venv: Path) -> Path:
 def task(dataset: str, split: int, solver: str, params: dict | None = None) -> Task:
     """The runner's task of our ``solver`` on one split: zscore, knn_triplets k = 3, 3-NN."""
     return Task("bench_metric_learn", DatasetEntry(dataset, dataset, Preprocessing("zscore")),
-                split, SolverEntry(solver, solver, params or {}), 0, 0.7, True, "knn_triplets",
-                (("k", 3),), 3, "nearest", None, None)
+                split, SolverEntry(solver, solver, params or {}), SplitSpec(train_fraction=0.7),
+                ConstraintSpec("knn_triplets", (("k", 3),)), EvaluationSpec(knn_k=3))
 
 
 def our_solvers(methods) -> dict[str, tuple[str, dict]]:

@@ -215,7 +215,7 @@ def fit_child(job: dict, conn) -> None:
 
 
 def _fit_and_send(job: dict, conn) -> None:
-    from dml_bench.experiment.config import SolverEntry
+    from dml_bench.experiment.sections import SolverEntry
     from dml_bench.experiment.knn import fit_task_solver
 
     task = argparse.Namespace(solver=SolverEntry(job["solver"], job["solver"], job["params"]),

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import inspect
 import math
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,179 +20,33 @@ import yaml
 
 from ..common import safe_yaml
 from ..constraints import GENERATORS
-from ..evaluate import TIE_BREAKS
-from ..preprocess import DTYPES, NORMALIZATIONS, Preprocessing
+from ..preprocess import Preprocessing
+from .sections import (FOLD_SOURCES, IDENTITY_SOURCES, LFW_TABLES,
+                       ConstraintSpec, DatasetEntry, RetrievalSpec, EvaluationSpec, ExecutionSpec,
+                       Experiment, SolverEntry, SplitSpec, Tune, VerificationSpec)
 from .entries import bare_name, expand_suites, named_path, source_entry
-from .schema import (BACKENDS, CEILINGS, CONSTRAINTS, DATASET, EVALUATION, EXECUTION, FIGURE,
-                     FIGURE_GROUPS, FIGURE_KINDS, PROTOCOL, SOLVER, SPLIT, TASKS, TOP, TUNE,
-                     VERIFICATION_KEYS, ConfigError, Reader, check_params, unique_labels)
-
-@dataclass(frozen=True)
-class DatasetEntry:
-    name: str
-    label: str
-    preprocessing: Preprocessing
-    n_samples: int | None = None
-    n_splits: int | None = None
-    solvers: tuple[str, ...] | None = None  # solver labels run on this dataset (None: all)
-
-
-@dataclass(frozen=True)
-class Tune:
-    """A solver's hyper-parameter search: a grid, chosen by k-NN error on nested folds.
-
-    ``grid`` is ``((parameter, (values, ...)), ...)``; exactly one of ``cv`` (k-fold on the
-    training part) and ``validation`` (the held-out validation part) is set.
-    """
-
-    grid: tuple
-    cv: int | None = None
-    validation: float | None = None
-
-    def points(self) -> list[dict]:
-        """Every grid point, in grid order (the first parameter varies slowest)."""
-        import itertools
-
-        names = [name for name, _ in self.grid]
-        return [dict(zip(names, values))
-                for values in itertools.product(*(values for _, values in self.grid))]
-
-    def folds(self) -> list[tuple]:
-        """The evaluation folds of one outer split (see :func:`splits.tuning_parts`)."""
-        if self.cv:
-            return [("cv", self.cv, i) for i in range(self.cv)]
-        return [("validation",)]
-
-    def to_dict(self) -> dict:
-        out = {"grid": {name: list(values) for name, values in self.grid}}
-        return {**out, "cv": self.cv} if self.cv else {**out, "validation": self.validation}
-
-
-@dataclass(frozen=True)
-class SolverEntry:
-    name: str
-    label: str
-    params: dict = field(default_factory=dict)
-    tune: Tune | None = None
-
-
-#: fold sources of a verification experiment: LFW's own pair lists (View 2 folds, View 1 for
-#: tuning) or folds drawn on a labelled set
-#: (:func:`~dml_bench.experiment.verification.draw_pair_folds`)
-FOLD_SOURCES = ("lfw", "drawn")
-#: where triplet solvers get identities: the matched-pair components (restricted) or the names
-IDENTITY_SOURCES = ("pairs", "names")
-#: the LFW descriptor tables a ``folds: lfw`` entry can name, and what they are
-LFW_TABLES = {"lfw_sift": "SIFT at 9 facial points x 3 scales (Guillaumin et al. 2009)",
-              "lfw_pixels": "raw LFW pixels (scikit-learn fetch_lfw_pairs): not the paper's features"}
-
-
-@dataclass(frozen=True)
-class VerificationSpec:
-    """The ``evaluation:`` options of a verification experiment (docs/config.md).
-
-    The protocol they set is :mod:`dml_bench.experiment.verification`'s.
-
-    Attributes
-    ----------
-    folds : {"lfw", "drawn"}
-        ``lfw``: View 2's ten folds of ``pairs.txt`` (and View 1 for ``tune:``); ``drawn``:
-        :func:`~dml_bench.experiment.verification.draw_pair_folds` on a labelled dataset
-        (``n_folds`` folds of ``n_matched`` + ``n_mismatched`` pairs, disjoint identities).
-    triplet_k : int
-        Neighbours per pair for triplet solvers
-        (:func:`~dml_bench.experiment.verification.pair_triplets`' ``k``).
-    n_triplets : int or None
-        Triplets kept per fold (None: all); ``n_triplets_by_dataset`` overrides it per dataset
-        label (Shen et al. Table II varies it).
-    identities : {"pairs", "names"}
-        Identities for the triplet rule:
-        :func:`~dml_bench.experiment.verification.matched_components` of the training pairs
-        (restricted) or the people's names (what Shen et al. describe).
-    """
-
-    folds: str = "lfw"
-    n_folds: int = 10
-    n_matched: int = 300
-    n_mismatched: int = 300
-    triplet_k: int = 5
-    n_triplets: int | None = None
-    n_triplets_by_dataset: tuple = ()
-    identities: str = "pairs"
-
-    def triplets_for(self, label: str) -> int | None:
-        """Triplets per fold for the dataset entry ``label``."""
-        return dict(self.n_triplets_by_dataset).get(label, self.n_triplets)
-
-    def to_dict(self) -> dict:
-        """The options as a config's ``evaluation:`` keys."""
-        out = {"task": "verification", "folds": self.folds, "triplet_k": self.triplet_k,
-               "n_triplets": (dict(self.n_triplets_by_dataset) if self.n_triplets_by_dataset
-                              else self.n_triplets), "identities": self.identities}
-        if self.folds == "drawn":
-            out.update(n_folds=self.n_folds, n_matched=self.n_matched, n_mismatched=self.n_mismatched)
-        return out
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """A validated experiment config (see ``docs/config.md``)."""
-
-    name: str
-    datasets: tuple[DatasetEntry, ...]
-    solvers: tuple[SolverEntry, ...]
-    paper_table: tuple[str, ...] = ()
-    description: str = ""
-    train_fraction: float = 0.7
-    validation_fraction: float = 0.0
-    n_splits: int = 10
-    seed: int = 0
-    stratify: bool = True
-    predefined: bool = False
-    generator: str = "knn_triplets"
-    generator_params: dict = field(default_factory=lambda: {"k": 3})
-    knn_k: int = 3
-    tie_break: str = "nearest"
-    save_traces: bool = False
-    figures: tuple = ()
-    notes: dict = field(default_factory=dict)
-    protocol: tuple = ()  # the table's protocol choices, each with its basis (not in task ids)
-    n_jobs: int = 1
-    backend: str = "loky"
-    scheduler: str | None = None
-    timing: bool = False
-    task: str = "knn"  # evaluation.task: "knn" (classification) or "verification" (pairs)
-    verification: VerificationSpec | None = None  # when task == "verification"
-    data_paths: tuple = ()  # (dataset label, file) of named entries given a `path:` (lfw_sift)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The resolved config as plain YAML-able data (written next to the results)."""
-        return {
-            "name": self.name, "description": self.description,
-            "paper_table": list(self.paper_table) or None,
-            "datasets": [{"name": d.name, "label": d.label, **d.preprocessing.to_dict(),
-                          "n_samples": d.n_samples, "n_splits": d.n_splits,
-                          **({"solvers": list(d.solvers)} if d.solvers else {}),
-                          **({"path": dict(self.data_paths)[d.label]}
-                             if d.label in dict(self.data_paths) else {})}
-                         for d in self.datasets],
-            "split": {"train_fraction": self.train_fraction,
-                      "validation_fraction": self.validation_fraction, "n_splits": self.n_splits,
-                      "seed": self.seed, "stratify": self.stratify,
-                      **({"predefined": True} if self.predefined else {})},
-            "constraints": {"generator": self.generator, "params": dict(self.generator_params)},
-            "solvers": [{"name": s.name, "label": s.label, "params": dict(s.params),
-                         **({"tune": s.tune.to_dict()} if s.tune else {})}
-                        for s in self.solvers],
-            "evaluation": (self.verification.to_dict() if self.task == "verification" else
-                           {"knn_k": self.knn_k, "tie_break": self.tie_break,
-                            "save_traces": self.save_traces}),
-            "figures": [dict(f) for f in self.figures],
-            "notes": dict(self.notes),
-            "protocol": [dict(p) for p in self.protocol],
-            "execution": {"n_jobs": self.n_jobs, "backend": self.backend,
-                          "scheduler": self.scheduler, "timing": self.timing},
-        }
+from .schema import (
+    CEILINGS,
+    CONSTRAINTS,
+    DATASET,
+    EVALUATION,
+    EXECUTION,
+    FIGURE,
+    FIGURE_GROUPS,
+    FIGURE_KINDS,
+    PROTOCOL,
+    SOLVER,
+    SPLIT,
+    TOP,
+    TUNE,
+    RETRIEVAL_KEYS,
+    VERIFICATION_KEYS,
+    ConfigError,
+    Reader,
+    check_params,
+    check_values,
+    unique_labels,
+)
 
 
 def parse_scalar(text: str):
@@ -207,7 +62,8 @@ def parse_scalar(text: str):
     return value
 
 
-def load_config(path: str | Path, *, check_data: bool = True) -> Experiment:
+def load_config(path: str | Path, *, check_data: bool = True,
+                overrides: Sequence[str] = ()) -> Experiment:
     """Read and validate a YAML experiment config.
 
     The file is read with the limits of :mod:`dml_bench.common.safe_yaml` (at most 1 MiB of
@@ -221,6 +77,9 @@ def load_config(path: str | Path, *, check_data: bool = True) -> Experiment:
     check_data : bool
         Also check value constraints that need the data (``k`` against the smallest class of the
         training part) for datasets available without network.
+    overrides : sequence of str
+        ``key.path=value`` settings applied to the file's data before it is validated
+        (:func:`apply_overrides`), so each is checked like the YAML.
 
     Raises
     ------
@@ -228,11 +87,90 @@ def load_config(path: str | Path, *, check_data: bool = True) -> Experiment:
         On the first problem found.
     """
     path = Path(path)
-    return parse_config(read_config_file(path), source=str(path), check_data=check_data)
+    data = apply_overrides(read_config_file(path), overrides, str(path))
+    return parse_config(data, source=str(path), check_data=check_data)
+
+
+def apply_overrides(data: Any, overrides: Sequence[str], source: str = "<config>") -> Any:
+    """A copy of the config mapping ``data`` with each ``key.path=value`` of ``overrides`` set.
+
+    The path's keys are joined by dots; in a list a key is an index (``solvers.1`` or
+    ``solvers[1]``) or the ``label`` (else the ``name``) of one entry (``solvers.itml``). The
+    value is read as a YAML value (:func:`parse_scalar`: ``0.1``, ``1e-6``, ``true``, ``null``,
+    ``[0.1, 1]``; a quoted value is a string). A key a mapping does not have is added, and the validation that follows
+    says if it is unknown.
+
+    Raises
+    ------
+    ConfigError
+        When an override is not ``key=value``, or its path leaves the config's structure (an
+        index out of range, a label no entry has, a key under a value that is not a mapping).
+    """
+    import copy
+
+    data = copy.deepcopy(data)
+    for text in overrides:
+        key, sep, value = text.partition("=")
+        parts = [p for p in key.replace("[", ".").replace("]", "").split(".") if p]
+        if not sep or not parts:
+            raise ConfigError(source, "", f"override {text!r}: expected key.path=value")
+        node = data
+        for depth, part in enumerate(parts):
+            where = ".".join(parts[:depth + 1])
+            last = depth == len(parts) - 1
+            value_ = (safe_yaml.safe_load(value) if value[:1] in "'\"" else parse_scalar(value))
+            node = _override_step(node, part, value_ if last else None, last, (source, where))
+    return data
+
+
+def _override_step(node: Any, part: str, value: Any, last: bool, at: tuple[str, str]) -> Any:
+    """One key of an override's path: the child of ``node`` named by ``part`` (created as a
+    mapping when missing), or, at the ``last`` key, ``value`` set there."""
+    if isinstance(node, list):
+        index = _entry_index(node, part, at)
+        if last:
+            node[index] = value
+        elif isinstance(node[index], str):  # a bare name entry (`- euclidean`)
+            node[index] = {"name": node[index]}
+        return node[index]
+    if not isinstance(node, dict):
+        raise ConfigError(at[0], at[1], f"cannot set a key under {type(node).__name__} {node!r}")
+    if last:
+        node[part] = value
+    elif node.get(part) is None:
+        node[part] = {}
+    elif not isinstance(node[part], (dict, list)):
+        raise ConfigError(at[0], at[1], f"is {node[part]!r}, not a mapping or a list")
+    return node[part]
+
+
+def _entry_index(entries: list, part: str, at: tuple[str, str]) -> int:
+    """The position in ``entries`` of index ``part``, or of the entry labelled (else named)
+    ``part``."""
+    if part.lstrip("-").isdigit():
+        index = int(part)
+        if not -len(entries) <= index < len(entries):
+            raise ConfigError(at[0], at[1], f"index {index} out of range: the list has "
+                              f"{len(entries)} entries")
+        return index
+    def names(entry):
+        return (entry,) if isinstance(entry, str) else (
+            (entry.get("label"), entry.get("name")) if isinstance(entry, dict) else ())
+    for field_ in (0, 1):
+        found = [i for i, e in enumerate(entries) if len(names(e)) > field_
+                 and names(e)[field_] == part]
+        if len(found) == 1:
+            return found[0]
+    known = sorted({str(n) for e in entries for n in names(e) if n})
+    raise ConfigError(at[0], at[1], f"no single entry labelled or named {part!r}; entries: "
+                      f"{', '.join(known)}")
 
 
 def read_config_file(path: str | Path) -> Any:
     """The parsed YAML of a config file (an experiment's or a board's), not yet validated.
+
+    A path that names no file here but a shipped config (``configs/<name>.yaml``) reads the
+    shipped one (:func:`~dml_bench.common.shipped.resolve_config`).
 
     Read with the limits of :mod:`dml_bench.common.safe_yaml` (see :func:`load_config`).
 
@@ -241,8 +179,10 @@ def read_config_file(path: str | Path) -> Any:
     ConfigError
         When the file is missing or is not YAML within those limits, naming the file.
     """
+    from ..common.shipped import resolve_config
+
     try:
-        return safe_yaml.load_file(path)
+        return safe_yaml.load_file(resolve_config(path))
     except FileNotFoundError:
         raise ConfigError(str(path), "", "file not found") from None
     except yaml.YAMLError as exc:
@@ -267,21 +207,22 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
     solvers = _read_solvers(r, top["solvers"], split, verifying)
     _check_dataset_solvers(r, datasets, solvers)
     paper = _read_paper_table(r, top["paper_table"])
+    verification = (_read_verification(r, evaluation, [d for _, d in datasets], solvers)
+                    if verifying else None)
     exp = Experiment(
         name=top["name"], description=top["description"], datasets=tuple(d for _, d in datasets),
-        solvers=tuple(solvers), paper_table=paper, train_fraction=float(split["train_fraction"]),
-        validation_fraction=float(split["validation_fraction"]),
-        n_splits=split["n_splits"], seed=split["seed"], stratify=split["stratify"],
-        predefined=split["predefined"],
-        generator=cons["generator"], generator_params=dict(cons["params"]),
-        knn_k=evaluation["knn_k"], tie_break=evaluation["tie_break"], task=evaluation["task"],
-        verification=(_read_verification(r, evaluation, [d for _, d in datasets], solvers)
-                      if verifying else None),
-        data_paths=tuple(data_paths),
-        save_traces=evaluation["save_traces"], figures=_read_figures(r, top["figures"], evaluation),
+        solvers=tuple(solvers), paper_table=paper, data_paths=tuple(data_paths),
+        split=SplitSpec(**{**split, "train_fraction": float(split["train_fraction"]),
+                           "validation_fraction": float(split["validation_fraction"])}),
+        constraints=ConstraintSpec(cons["generator"], tuple(sorted(cons["params"].items()))),
+        evaluation=EvaluationSpec(evaluation["task"], evaluation["knn_k"],
+                                  evaluation["tie_break"], evaluation["save_traces"], verification,
+                                  _retrieval(evaluation)),
+        execution=ExecutionSpec(**execution),
+        figures=_read_figures(r, top["figures"], evaluation, [d for _, d in datasets],
+                              solvers),
         notes={str(k): str(v) for k, v in top["notes"].items()},
-        protocol=_read_protocol(r, top["protocol"]), n_jobs=execution["n_jobs"],
-        backend=execution["backend"], scheduler=execution["scheduler"], timing=execution["timing"],
+        protocol=_read_protocol(r, top["protocol"]),
     )
     if check_data and not verifying:
         _check_class_sizes(r, exp)
@@ -301,14 +242,10 @@ def _read_top(r: Reader, data: Any) -> dict:
 def _read_split(r: Reader, section: Any) -> dict:
     """The ``split:`` section: fractions in range, at least one split, a predefined split alone."""
     split = r.section(section, SPLIT, "split")
-    r.check(0 < split["train_fraction"] < 1, "split.train_fraction",
-            f"must be in (0, 1), got {split['train_fraction']}")
     r.check(split["validation_fraction"] >= 0
             and split["train_fraction"] + split["validation_fraction"] < 1 - 1e-9,
             "split.validation_fraction",
             f"must be in [0, 1 - train_fraction), got {split['validation_fraction']}")
-    r.check(split["n_splits"] >= 1, "split.n_splits", "must be at least 1")
-    r.check(split["seed"] >= 0, "split.seed", f"must be at least 0, got {split['seed']}")
     if split["predefined"]:
         r.check(split["n_splits"] == 1, "split.n_splits",
                 "must be 1 with split.predefined (the dataset's own train/test parts)")
@@ -331,25 +268,27 @@ def _read_evaluation(r: Reader, section: Any) -> dict:
     """The ``evaluation:`` section: the task kind and its k-NN rule; the verification keys are
     only checked for being given to a k-NN experiment here (see :func:`_read_verification`)."""
     evaluation = r.section(section, EVALUATION, "evaluation")
-    r.check(evaluation["knn_k"] >= 1, "evaluation.knn_k", "must be at least 1")
-    r.check(evaluation["tie_break"] in TIE_BREAKS, "evaluation.tie_break",
-            f"must be one of {', '.join(TIE_BREAKS)}, got {evaluation['tie_break']!r}")
-    r.check(evaluation["task"] in TASKS, "evaluation.task",
-            f"must be one of {', '.join(TASKS)}, got {evaluation['task']!r}")
-    stray = [k for k in VERIFICATION_KEYS if evaluation[k] is not None]
-    r.check(evaluation["task"] == "verification" or not stray, "evaluation",
-            f"{stray} apply to `task: verification` only (this is a k-NN experiment)")
+    for kind, keys in (("verification", VERIFICATION_KEYS), ("retrieval", RETRIEVAL_KEYS)):
+        stray = [k for k in keys if evaluation[k] is not None]
+        r.check(evaluation["task"] == kind or not stray, "evaluation",
+                f"{stray} apply to `task: {kind}` only (this is a "
+                f"{ {'knn': 'k-NN'}.get(evaluation['task'], evaluation['task'])} experiment)")
+    r.check(evaluation["task"] != "retrieval" or evaluation["query_class"] is not None,
+            "evaluation.query_class", "a retrieval experiment names the class whose test points "
+            "are the queries")
     return evaluation
+
+
+def _retrieval(evaluation: dict) -> RetrievalSpec | None:
+    """The :class:`RetrievalSpec` of ``task: retrieval`` (``top`` defaults to 20), else None."""
+    if evaluation["task"] != "retrieval":
+        return None
+    return RetrievalSpec(evaluation["query_class"], evaluation["top"] or 20)
 
 
 def _read_execution(r: Reader, section: Any) -> dict:
     """The ``execution:`` section: the number of workers and the backend."""
-    execution = r.section(section, EXECUTION, "execution")
-    r.check(execution["n_jobs"] >= 1 or execution["n_jobs"] == -1, "execution.n_jobs",
-            "must be a positive number of workers or -1 (all cores)")
-    r.check(execution["backend"] in BACKENDS, "execution.backend",
-            f"must be one of {', '.join(BACKENDS)}, got {execution['backend']!r}")
-    return execution
+    return r.section(section, EXECUTION, "execution")
 
 
 def _read_datasets(r: Reader, entries: list, split: dict, verifying: bool,
@@ -366,15 +305,9 @@ def _read_datasets(r: Reader, entries: list, split: dict, verifying: bool,
         r.name(DATASETS, d["name"], f"{p}.name", extra=LFW_TABLES if verifying else None)
         if data_path:
             data_paths.append((d["label"] or d["name"], data_path))
-        r.check(d["normalize"] in NORMALIZATIONS, f"{p}.normalize",
-                f"must be one of {', '.join(NORMALIZATIONS)}, got {d['normalize']!r}")
-        for key in ("pca", "downscale", "n_samples", "n_splits"):
-            r.check(d[key] is None or d[key] >= 1, f"{p}.{key}", "must be at least 1")
         if split["predefined"]:
             r.check(d["n_samples"] is None and (d["n_splits"] or 1) == 1, p,
                     "n_samples and n_splits > 1 do not apply with split.predefined")
-        r.check(d["dtype"] in DTYPES, f"{p}.dtype",
-                f"must be one of {', '.join(DTYPES)}, got {d['dtype']!r}")
         prep = Preprocessing(d["normalize"], d["pca"], d["sqrt"], d["downscale"], d["dtype"])
         datasets.append((p, DatasetEntry(d["name"], d["label"] or d["name"], prep, d["n_samples"],
                                          d["n_splits"],
@@ -394,7 +327,9 @@ def _read_solvers(r: Reader, entries: list, split: dict, verifying: bool) -> lis
         s = r.section(bare_name(entry), SOLVER, p)
         r.name(SOLVERS, s["name"], f"{p}.name", extra=PLANNED)
         if s["name"] in SOLVERS:
-            check_params(r, r.plugin(SOLVERS, s["name"], f"{p}.name"), s["params"], f"{p}.params")
+            cls = r.plugin(SOLVERS, s["name"], f"{p}.name")
+            check_params(r, cls, s["params"], f"{p}.params")
+            check_values(r, cls, s["params"], f"{p}.params")
         tune = s["tune"] and _read_tune(r, s, split, f"{p}.tune", view1=verifying)
         solvers.append(SolverEntry(s["name"], s["label"] or s["name"], dict(s["params"]), tune))
     unique_labels(r, [s.label for s in solvers], "solvers", "solver label")
@@ -449,8 +384,6 @@ def _read_verification(r: Reader, evaluation: dict, datasets: list, solvers: lis
             f"must be one of {', '.join(FOLD_SOURCES)}, got {spec.folds!r}")
     r.check(spec.identities in IDENTITY_SOURCES, "evaluation.identities",
             f"must be one of {', '.join(IDENTITY_SOURCES)}, got {spec.identities!r}")
-    for key in ("n_folds", "n_matched", "n_mismatched", "triplet_k"):
-        r.check(getattr(spec, key) >= 1, f"evaluation.{key}", "must be at least 1")
     if spec.folds == "lfw":
         extra = sorted(set(given) & {"n_folds", "n_matched", "n_mismatched"})
         r.check(not extra, "evaluation", f"{extra} apply to drawn folds only (folds: drawn); "
@@ -490,9 +423,53 @@ def _read_verification(r: Reader, evaluation: dict, datasets: list, solvers: lis
     return spec
 
 
-def _read_figures(r: Reader, figures: list, evaluation: dict) -> tuple:
-    """``figures:`` entries (plotted by ``dmlbench report``, :mod:`dml_bench.report.figures`)."""
+def _read_figures(r: Reader, figures: list, evaluation: dict, datasets: Sequence = (),
+                  solvers: Sequence = ()) -> tuple:
+    """``figures:`` entries (plotted by ``dmlbench report``, :mod:`dml_bench.report.figures`).
+
+    Given the experiment's ``datasets`` and ``solvers`` (entries), a sweep or bar chart that
+    would average over data sets or solver labels it does not show (two of them in one point or
+    bar: ``panels``, ``series`` and ``x`` do not tell them apart) is refused, at ``figures[i]``.
+    """
     from ..common.safe_write import name_problem
+    from ..solvers import SOLVERS
+
+    def setting(solver, parameter: str):
+        """A solver's value of ``parameter`` as ``runs.csv`` records it (the given one, else its
+        default); the label where a grid tunes it (it varies per split)."""
+        if solver.tune and parameter in dict(solver.tune.grid):
+            return ("tuned", solver.label)
+        if parameter in solver.params or solver.name not in SOLVERS:
+            return solver.params.get(parameter)
+        return SOLVERS[solver.name](**solver.params).get_params().get(parameter)
+
+    def group(by: str, d, s):
+        """The value by which a figure groups the runs of data set ``d`` and solver ``s``."""
+        if by.startswith("dataset."):
+            field = by.split(".", 1)[1]
+            return getattr(d.preprocessing, field, getattr(d, field, None))
+        if by.startswith("solver."):
+            return setting(s, by.split(".", 1)[1])
+        return {"dataset": d.label, "label": s.label, "solver": s.name}.get(by, "")
+
+    def check_shown(p: str, f: dict):
+        """The figure tells apart every data set and solver label it draws (see above)."""
+        points: dict = {}
+        for d in datasets:
+            for s in solvers:
+                key = tuple(group(f[k], d, s) for k in ("panels", "series", "x"))
+                drawn = f["kind"] == "bar" or key[2] is not None  # a sweep drops x = None
+                if drawn and (d.solvers is None or s.label in d.solvers):
+                    points.setdefault(tuple(map(repr, key)), []).append((d.label, s.label))
+        for index, noun, field in ((0, "data sets", "dataset"), (1, "solver labels", "label")):
+            for cells in points.values():
+                mixed = list(dict.fromkeys(cell[index] for cell in cells))
+                listed = ", ".join(mixed[:4]) + (", …" if len(mixed) > 4 else "")
+                r.check(len(mixed) < 2, p,
+                        f"the {'bar chart' if f['kind'] == 'bar' else 'sweep'} would average "
+                        f"{f['y']} over the {noun} {listed} in one "
+                        f"{'bar' if f['kind'] == 'bar' else 'point'}, as neither panels, series "
+                        f"nor x shows them: set panels or series to {field}")
 
     out = []
     for i, entry in enumerate(figures):
@@ -516,6 +493,8 @@ def _read_figures(r: Reader, figures: list, evaluation: dict) -> tuple:
             r.check(f["x"].split(".")[0] in ("dataset", "solver") and "." in f["x"], f"{p}.x",
                     "a sweep's x is `dataset.<preprocessing field>` or `solver.<parameter>`, "
                     f"got {f['x']!r}")
+        if f["kind"] != "trace":
+            check_shown(p, f)
         out.append(f)
     unique_labels(r, [f["name"] for f in out], "figures", "figure name")
     return tuple(out)
@@ -533,6 +512,10 @@ def _read_tune(r: Reader, solver: dict, split: dict, path: str, view1: bool = Fa
     for name, values in t["grid"].items():
         r.check(isinstance(values, list) and len(values) > 0, f"{path}.grid.{name}",
                 f"must be a non-empty list of values, got {values!r}")
+        if solver["name"] in SOLVERS:
+            for i, value in enumerate(values):
+                check_values(r, SOLVERS[solver["name"]], {name: value}, f"{path}.grid",
+                             index=i)
         r.check(name not in solver["params"], f"{path}.grid.{name}",
                 "is also fixed in params: give it in one place")
     points = math.prod(len(values) for values in t["grid"].values())
@@ -547,9 +530,7 @@ def _read_tune(r: Reader, solver: dict, split: dict, path: str, view1: bool = Fa
     r.check((t["cv"] is None) != (t["validation"] is None), path,
             "give exactly one of `cv: <folds>` (k-fold on the training part) and "
             "`validation: <fraction>` (the held-out validation part)")
-    if t["cv"] is not None:
-        r.check(t["cv"] >= 2, f"{path}.cv", f"must be at least 2 folds, got {t['cv']}")
-    else:
+    if t["cv"] is None:
         r.check(t["validation"] > 0, f"{path}.validation", "must be a fraction in (0, 1)")
         r.check(math.isclose(t["validation"], split["validation_fraction"]), f"{path}.validation",
                 f"is {t['validation']} but split.validation_fraction is "
@@ -565,9 +546,9 @@ def _check_class_sizes(r: Reader, exp: Experiment):
 
     from ..datasets import DataNotAvailable, dataset_status, load_dataset
 
-    if "k" not in inspect.signature(GENERATORS[exp.generator]).parameters:
+    if "k" not in inspect.signature(GENERATORS[exp.constraints.generator]).parameters:
         return  # random generators have no k targets per point
-    k = exp.generator_params.get("k", 3)
+    k = dict(exp.constraints.params).get("k", 3)
     for i, entry in enumerate(exp.datasets):
         try:
             if dataset_status(entry.name) == "network needed":
@@ -578,7 +559,7 @@ def _check_class_sizes(r: Reader, exp: Experiment):
         counts = np.unique(y, return_counts=True)[1]
         if entry.n_samples:
             counts = counts * min(1.0, entry.n_samples / len(y))
-        smallest = math.ceil(exp.train_fraction * counts.min() - 1e-9)
+        smallest = math.ceil(exp.split.train_fraction * counts.min() - 1e-9)
         r.check(k < smallest, "constraints.params.k",
                 f"k = {k} needs more than k training points per class, but the smallest class of "
                 f"datasets[{i}] ({entry.name}) has {smallest} in the training part")

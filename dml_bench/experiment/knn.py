@@ -23,29 +23,23 @@ import scipy.sparse
 
 from ..constraints import generate as generate_constraints
 from ..splits import derive_seed, split_indices, subsample_indices, tuning_parts
-from .config import DatasetEntry, Experiment, SolverEntry
+from .kind import TaskKind
+from .sections import ConstraintSpec, DEFAULT_PLACE, DataPlace, DatasetEntry, EvaluationSpec, Experiment, SolverEntry, SplitSpec
 
 
 @dataclass(frozen=True)
 class Task:
-    """Everything one worker needs; hashable so prepared splits can be cached per worker."""
+    """One (dataset, split, solver) of an experiment, with the config sections it depends on;
+    everything one worker needs, hashable so prepared splits can be cached per worker."""
 
     experiment: str
     dataset: DatasetEntry
     split: int
     solver: SolverEntry
-    seed: int
-    train_fraction: float
-    stratify: bool
-    generator: str
-    generator_params: tuple
-    knn_k: int
-    tie_break: str
-    mirror: str | None
-    cache_dir: str | None
-    validation_fraction: float = 0.0
-    predefined: bool = False
-    save_traces: bool = False  # return the solver's per-iteration trace_ (not part of task_id)
+    splitting: SplitSpec
+    constraints: ConstraintSpec
+    evaluation: EvaluationSpec
+    data: DataPlace = DEFAULT_PLACE
     # filled in from tuning.csv once the task's ``tune:`` fits are done (not part of task_id)
     tuned: tuple = ()
     tuning_error: float | None = None
@@ -60,7 +54,8 @@ class Task:
         task."""
         from ..datasets.loader import dataset_digest
 
-        return dataset_digest(self.dataset.name, mirror=self.mirror, cache_dir=self.cache_dir)
+        return dataset_digest(self.dataset.name, mirror=self.data.mirror,
+                              cache_dir=self.data.cache_dir)
 
     @property
     def task_id(self) -> str:
@@ -79,13 +74,16 @@ class Task:
         dataset = {**asdict(self.dataset), "preprocessing": self.dataset.preprocessing.to_dict()}
         if dataset["solvers"] is None:  # keep the ids of configs without the restriction
             del dataset["solvers"]
+        splitting, evaluation = self.splitting, self.evaluation
         key = {"dataset": dataset, "split": self.split, "solver": solver,
-               "seed": self.seed, "train_fraction": self.train_fraction,
-               "validation_fraction": self.validation_fraction,
-               **({"predefined": True} if self.predefined else {}),
-               "stratify": self.stratify, "generator": self.generator,
-               "generator_params": self.generator_params, "knn_k": self.knn_k,
-               "tie_break": self.tie_break}
+               "seed": splitting.seed, "train_fraction": splitting.train_fraction,
+               "validation_fraction": splitting.validation_fraction,
+               **({"predefined": True} if splitting.predefined else {}),
+               "stratify": splitting.stratify, "generator": self.constraints.generator,
+               "generator_params": self.constraints.params, "knn_k": evaluation.knn_k,
+               "tie_break": evaluation.tie_break}
+        if evaluation.retrieval is not None:  # k-NN ids carry none
+            key["retrieval"] = evaluation.retrieval.to_dict()
         digest = self.data_digest
         if digest is not None:
             key["data_sha256"] = digest
@@ -101,20 +99,18 @@ class Task:
         return SOLVERS[self.solver.name](**params).get_params()
 
 
-def all_tasks(exp: Experiment, mirror: str | None = None, cache_dir: str | None = None):
+def all_tasks(exp: Experiment, data: DataPlace = DEFAULT_PLACE):
     """Every (dataset, split, solver) task of ``exp``, runnable or not."""
     for entry in exp.datasets:
         for solver in exp.solvers:
             if entry.solvers and solver.label not in entry.solvers:
                 continue  # the dataset entry restricts its solvers
-            for split in range(entry.n_splits or exp.n_splits):
-                yield Task(exp.name, entry, split, solver, exp.seed, exp.train_fraction,
-                           exp.stratify, exp.generator, tuple(sorted(exp.generator_params.items())),
-                           exp.knn_k, exp.tie_break, mirror, cache_dir, exp.validation_fraction,
-                           exp.predefined, exp.save_traces)
+            for split in range(entry.n_splits or exp.split.n_splits):
+                yield Task(exp.name, entry, split, solver, exp.split, exp.constraints,
+                           exp.evaluation, data)
 
 
-def plan(exp: Experiment, mirror: str | None = None, cache_dir: str | None = None,
+def plan(exp: Experiment, data: DataPlace = DEFAULT_PLACE,
          check_data: Callable[[str], str | None] | None = None) -> tuple[list[Task], list]:
     """All tasks of ``exp`` and the (dataset, solver, reason) combinations that cannot run.
 
@@ -123,10 +119,10 @@ def plan(exp: Experiment, mirror: str | None = None, cache_dir: str | None = Non
     """
     from ..solvers import PLANNED
 
-    check_data = check_data or functools.partial(_data_problem, mirror=mirror, cache_dir=cache_dir)
+    check_data = check_data or functools.partial(_data_problem, data=data)
     problems = {entry.name: check_data(entry.name) for entry in exp.datasets}
     tasks, skipped = [], {}
-    for task in all_tasks(exp, mirror, cache_dir):
+    for task in all_tasks(exp, data):
         reason = problems[task.dataset.name] or PLANNED.get(task.solver.name)
         if reason:
             skipped.setdefault((task.dataset.label, task.solver.label), reason)
@@ -135,7 +131,7 @@ def plan(exp: Experiment, mirror: str | None = None, cache_dir: str | None = Non
     return tasks, [(d, s, reason) for (d, s), reason in skipped.items()]
 
 
-def _data_problem(name: str, mirror, cache_dir) -> str | None:
+def _data_problem(name: str, data: DataPlace) -> str | None:
     """Why the dataset ``name`` cannot be loaded (``data not available: …``), or None.
 
     A fault of the data is a reason, not an error of the run: the loaders' own
@@ -148,7 +144,7 @@ def _data_problem(name: str, mirror, cache_dir) -> str | None:
     from ..registry import describe
 
     try:
-        load_dataset(name, mirror=mirror, cache_dir=cache_dir)
+        load_dataset(name, mirror=data.mirror, cache_dir=data.cache_dir)
     except DataNotAvailable as exc:
         return f"data not available: {exc}"
     except OSError as exc:
@@ -174,9 +170,8 @@ def prepare_split(task: Task, fold: tuple | None = None):
     parts are returned dense unless the task's solver takes CSR input (``accepts_sparse``).
     """
     X_fit, y_fit, X_eval, y_eval, *rest = _prepare_split(
-        task.dataset, task.split, task.seed, task.train_fraction, task.validation_fraction,
-        task.stratify, task.predefined, task.generator, task.generator_params, task.mirror,
-        task.cache_dir, fold, task.data_digest)
+        _SplitKey(task.dataset, task.split, task.splitting, task.data, task.data_digest),
+        task.constraints, fold)
     if scipy.sparse.issparse(X_fit) and not _accepts_sparse(task.solver.name):
         X_fit, X_eval = X_fit.toarray(), X_eval.toarray()
     return X_fit, y_fit, X_eval, y_eval, *rest
@@ -190,33 +185,46 @@ def _accepts_sparse(solver: str) -> bool:
 
 def split_parts(task: Task) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Indices ``(train, validation, test, split_seed)`` of the task's outer split."""
-    _, y, meta = _load(task.dataset, task.seed, task.mirror, task.cache_dir, task.data_digest)
-    split_seed = derive_seed(task.seed, task.dataset.name, task.split)
-    return (*_outer_split(y, meta, task.dataset.name, split_seed, task.train_fraction,
-                          task.validation_fraction, task.stratify, task.predefined), split_seed)
+    return _outer_split(_SplitKey(task.dataset, task.split, task.splitting, task.data,
+                                  task.data_digest))
 
 
-def _outer_split(y, meta, name, split_seed, train_fraction, validation_fraction, stratify,
-                 predefined):
-    """``(train, validation, test)`` indices: random (:func:`split_indices`), or the dataset's
-    own train/test parts (``split.predefined``: e.g. optdigits' 3823/1797)."""
-    if not predefined:
-        return split_indices(y, train_fraction, split_seed, stratify, validation_fraction)
+@dataclass(frozen=True)
+class _SplitKey:
+    """What a task's outer split depends on (a cache key of the worker's prepared splits);
+    ``digest`` (:attr:`Task.data_digest`) makes a file changed in place load again."""
+
+    entry: DatasetEntry
+    split: int
+    splitting: SplitSpec
+    data: DataPlace
+    digest: str | None
+
+
+def _outer_split(key: _SplitKey) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """``(train, validation, test, split_seed)`` indices: random (:func:`split_indices`), or the
+    dataset's own train/test parts (``split.predefined``: e.g. optdigits' 3823/1797)."""
+    s, name = key.splitting, key.entry.name
+    _, y, meta = _load(key.entry, s.seed, key.data, key.digest)
+    split_seed = derive_seed(s.seed, name, key.split)
+    if not s.predefined:
+        return (*split_indices(y, s.train_fraction, split_seed, s.stratify,
+                               s.validation_fraction), split_seed)
     parts = meta.get("parts")
     if not parts or set(parts) != {"train", "test"}:
         raise ValueError(f"split.predefined: dataset {name!r} has no predefined train/test "
                          "parts (datasets with them: see `dmlbench datasets`)")
     n_train = parts["train"]
-    return np.arange(n_train), np.arange(0), np.arange(n_train, len(y))
+    return np.arange(n_train), np.arange(0), np.arange(n_train, len(y)), split_seed
 
 
 @functools.lru_cache(maxsize=2)
-def _load(entry, seed, mirror, cache_dir, digest=None):
+def _load(entry, seed, data: DataPlace, digest=None):
     """The entry's data (subsampled); ``digest`` (:attr:`Task.data_digest`) keys the cache only,
     so that a file changed in place is loaded again."""
     from ..datasets import load_dataset
 
-    X, y, meta = load_dataset(entry.name, mirror=mirror, cache_dir=cache_dir)
+    X, y, meta = load_dataset(entry.name, mirror=data.mirror, cache_dir=data.cache_dir)
     if entry.n_samples:
         keep = subsample_indices(y, entry.n_samples, derive_seed(seed, entry.name + ":subset", 0))
         X, y = X[keep], y[keep]
@@ -224,18 +232,16 @@ def _load(entry, seed, mirror, cache_dir, digest=None):
 
 
 @functools.lru_cache(maxsize=4)
-def _prepare_split(entry, split, seed, train_fraction, validation_fraction, stratify, predefined,
-                   generator, generator_params, mirror, cache_dir, fold, digest=None):
-    X, y, meta = _load(entry, seed, mirror, cache_dir, digest)
-    split_seed = derive_seed(seed, entry.name, split)
+def _prepare_split(key: _SplitKey, constraints: ConstraintSpec, fold):
+    X, y, meta = _load(key.entry, key.splitting.seed, key.data, key.digest)
     # the validation part (if any) is held out of both: parameter choice uses it
-    train, validation, test = _outer_split(y, meta, entry.name, split_seed, train_fraction,
-                                           validation_fraction, stratify, predefined)
+    train, validation, test, split_seed = _outer_split(key)
     if fold is not None:
-        train, test = tuning_parts(y, train, validation, split_seed, fold, stratify)
-    X_train, X_test = entry.preprocessing.apply(X[train], X[test], meta.get("image_shape"))
-    constraints, seconds = generate_constraints(generator, X_train, y[train],
-                                                dict(generator_params), _constraint_cache(cache_dir))
+        train, test = tuning_parts(y, train, validation, split_seed, fold, key.splitting.stratify)
+    X_train, X_test = key.entry.preprocessing.apply(X[train], X[test], meta.get("image_shape"))
+    constraints, seconds = generate_constraints(constraints.generator, X_train, y[train],
+                                                dict(constraints.params),
+                                                _constraint_cache(key.data.cache_dir))
     return X_train, y[train], X_test, y[test], constraints, seconds, split_seed
 
 
@@ -257,3 +263,22 @@ def fit_task_solver(task: Task, X_train, y_train, constraints):
         wall, cpu = time.perf_counter(), time.process_time()
         solver.fit(X_train, y_train, constraints=constraints)
         return solver, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _missing_data(exp: Experiment, data: DataPlace = DEFAULT_PLACE) -> list[str]:
+    """The dataset labels of ``exp`` whose data would need the network."""
+    from ..datasets import dataset_status
+
+    return [d.label for d in exp.datasets
+            if dataset_status(d.name, mirror=data.mirror, cache_dir=data.cache_dir)
+            == "network needed"]
+
+
+def _no_extra_data(exp: Experiment, data: DataPlace = DEFAULT_PLACE, load: bool = False) -> None:
+    """A k-NN experiment reads the catalogue's datasets only (a missing one skips its rows)."""
+    return None
+
+
+#: the k-NN classification task kind (:class:`~dml_bench.experiment.kind.TaskKind`)
+KIND = TaskKind(all_tasks=lambda exp, data=DEFAULT_PLACE: list(all_tasks(exp, data)),
+             missing_data=_missing_data, data_problem=_no_extra_data)

@@ -1,8 +1,10 @@
 """The config schema: each section's keys, types, defaults and ceilings, and the reader that
 checks a mapping against them.
 
-A section's schema maps each key to ``(accepted types, default)``: a default of ``...`` makes the
-key required, ``None`` optional. :class:`Reader` checks a mapping against one, reporting every
+A section's schema maps each key to ``(accepted types, default)`` or ``(accepted types, default,
+rule)``: a default of ``...`` makes the key required, ``None`` optional, and a rule
+(:class:`AtLeast`, :class:`OpenInterval`, :class:`OneOf`, :class:`Workers`) returns the problem
+of a given value, or None. :class:`Reader` checks a mapping against one, reporting every
 problem as a :class:`ConfigError` naming the file, the key path and the problem, with the valid
 keys and a close match for an unknown key.
 """
@@ -12,9 +14,12 @@ from __future__ import annotations
 import difflib
 import inspect
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DMLBenchError
+from ..evaluate import TIE_BREAKS
+from ..preprocess import DTYPES, NORMALIZATIONS
 from ..registry import UnknownNameError
 
 
@@ -26,38 +31,95 @@ class ConfigError(DMLBenchError, ValueError):
         super().__init__(f"{source}: {path or '<top>'}: {problem}")
 
 
-# --- the sections' keys: key → (accepted types, default); ... required, None optional -----------
+# --- the rules a value must keep, declared beside its key ------------------------------------
+@dataclass(frozen=True)
+class AtLeast:
+    """A number at least ``low``; ``show`` adds the value given to the message."""
+
+    low: float
+    show: bool = False
+    unit: str = ""
+
+    def __call__(self, value) -> str | None:
+        if value >= self.low:
+            return None
+        got = f", got {value}" if self.show else ""
+        return f"must be at least {self.low}{self.unit}{got}"
+
+
+@dataclass(frozen=True)
+class OpenInterval:
+    """A number strictly between ``low`` and ``high``."""
+
+    low: float
+    high: float
+
+    def __call__(self, value) -> str | None:
+        ok = self.low < value < self.high
+        return None if ok else f"must be in ({self.low}, {self.high}), got {value}"
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """One of ``options``."""
+
+    options: tuple
+
+    def __call__(self, value) -> str | None:
+        ok = value in self.options
+        return None if ok else f"must be one of {', '.join(self.options)}, got {value!r}"
+
+
+@dataclass(frozen=True)
+class Workers:
+    """A positive number of workers, or -1 for all cores."""
+
+    def __call__(self, value) -> str | None:
+        ok = value >= 1 or value == -1
+        return None if ok else "must be a positive number of workers or -1 (all cores)"
+
+
+# --- the sections' keys: key → (accepted types, default[, rule]); ... required, None optional ----
+POSITIVE = AtLeast(1)
+TASKS = ("knn", "verification", "retrieval")
+BACKENDS = ("loky", "dask", "sequential")
 TOP = {"name": (str, ...), "description": (str, ""), "paper_table": ((str, list), None),
        "datasets": (list, ...), "split": (dict, {}), "constraints": (dict, {}),
        "solvers": (list, ...), "evaluation": (dict, {}), "execution": (dict, {}),
        "figures": (list, []), "notes": (dict, {}), "protocol": (list, [])}
-DATASET = {"name": (str, ...), "label": (str, None), "normalize": (str, "zscore"),
-           "pca": (int, None), "sqrt": (bool, False), "downscale": (int, None),
-           "dtype": (str, "float64"), "n_samples": (int, None), "n_splits": (int, None), "solvers": (list, None)}
-SPLIT = {"train_fraction": ((int, float), 0.7), "validation_fraction": ((int, float), 0.0),
-         "n_splits": (int, 10), "seed": (int, 0), "stratify": (bool, True),
+DATASET = {"name": (str, ...), "label": (str, None),
+           "normalize": (str, "zscore", OneOf(NORMALIZATIONS)),
+           "pca": (int, None, POSITIVE), "sqrt": (bool, False), "downscale": (int, None, POSITIVE),
+           "dtype": (str, "float64", OneOf(DTYPES)), "n_samples": (int, None, POSITIVE),
+           "n_splits": (int, None, POSITIVE), "solvers": (list, None)}
+SPLIT = {"train_fraction": ((int, float), 0.7, OpenInterval(0, 1)),
+         "validation_fraction": ((int, float), 0.0), "n_splits": (int, 10, POSITIVE),
+         "seed": (int, 0, AtLeast(0, show=True)), "stratify": (bool, True),
          "predefined": (bool, False)}
 CONSTRAINTS = {"generator": (str, "knn_triplets"), "params": (dict, {"k": 3})}
 SOLVER = {"name": (str, ...), "label": (str, None), "params": (dict, {}), "tune": (dict, None)}
-TUNE = {"grid": (dict, ...), "cv": (int, None), "validation": ((int, float), None)}
-EVALUATION = {"knn_k": (int, 3), "tie_break": (str, "nearest"), "save_traces": (bool, False),
-              "task": (str, "knn"), **{key: value for key, value in (
-                  ("folds", (str, None)), ("n_folds", (int, None)), ("n_matched", (int, None)),
-                  ("n_mismatched", (int, None)), ("triplet_k", (int, None)),
-                  ("n_triplets", ((int, dict), None)), ("identities", (str, None)))}}
+TUNE = {"grid": (dict, ...), "cv": (int, None, AtLeast(2, show=True, unit=" folds")),
+        "validation": ((int, float), None)}
 #: ``evaluation:`` keys of ``task: verification`` only
 VERIFICATION_KEYS = ("folds", "n_folds", "n_matched", "n_mismatched", "triplet_k", "n_triplets",
                      "identities")
-TASKS = ("knn", "verification")
+EVALUATION = {"knn_k": (int, 3, POSITIVE), "tie_break": (str, "nearest", OneOf(TIE_BREAKS)),
+              "save_traces": (bool, False), "task": (str, "knn", OneOf(TASKS)),
+              "folds": (str, None), "n_folds": (int, None, POSITIVE),
+              "n_matched": (int, None, POSITIVE), "n_mismatched": (int, None, POSITIVE),
+              "triplet_k": (int, None, POSITIVE), "n_triplets": ((int, dict), None),
+              "identities": (str, None), "query_class": (str, None),
+              "top": (int, None, POSITIVE)}
+#: ``evaluation:`` keys of ``task: retrieval`` only
+RETRIEVAL_KEYS = ("query_class", "top")
 FIGURE = {"name": (str, ...), "kind": (str, ...), "x": (str, ...), "y": (str, ...),
           "panels": (str, "dataset"), "series": (str, "label"), "logx": (bool, False),
           "logy": (bool, False), "title": (str, "")}
 FIGURE_KINDS = ("trace", "sweep", "bar")
 FIGURE_GROUPS = ("dataset", "label", "solver", "none")
 PROTOCOL = {"choice": (str, ...), "ours": (str, ...), "paper": (str, None), "why": (str, None)}
-EXECUTION = {"n_jobs": (int, 1), "backend": (str, "loky"), "scheduler": (str, None),
-             "timing": (bool, False)}
-BACKENDS = ("loky", "dask", "sequential")
+EXECUTION = {"n_jobs": (int, 1, Workers()), "backend": (str, "loky", OneOf(BACKENDS)),
+             "scheduler": (str, None), "timing": (bool, False)}
 
 #: the declared ceilings of the config's counts: key path (``[]`` for any list index) → the
 #: largest value accepted. Each is far above what an experiment uses and low enough that a run
@@ -79,6 +141,7 @@ CEILINGS = {
     "evaluation.n_mismatched": 1_000_000,
     "evaluation.n_triplets": 10_000_000,
     "evaluation.triplet_k": 1000,
+    "evaluation.top": 10_000,
     "solvers[].tune.cv": 100,
     "solvers[].tune.grid": 10_000,  # grid points
 }
@@ -103,7 +166,7 @@ class Reader:
                 self.fail(join_path(path, key),
                           f"unknown key{hint}; valid keys: {', '.join(schema)}")
         out = {}
-        for key, (types, default) in schema.items():
+        for key, (types, default, *rule) in schema.items():
             if key not in data or data[key] is None:
                 if default is ...:
                     self.fail(join_path(path, key), "required key is missing")
@@ -116,6 +179,9 @@ class Reader:
                 self.fail(join_path(path, key),
                           f"expected {names}, got {type(value).__name__} {value!r}")
             self.within(join_path(path, key), value)
+            problem = rule[0](value) if rule else None
+            if problem:
+                self.fail(join_path(path, key), problem)
             out[key] = value
         return out
 
@@ -164,6 +230,18 @@ def check_params(r: Reader, target, params: dict, path: str):
             close = difflib.get_close_matches(str(key), valid, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             r.fail(f"{path}.{key}", f"unknown parameter{hint}; valid: {', '.join(valid)}")
+
+
+def check_values(r: Reader, target, params: dict, path: str, index: int | None = None):
+    """The values of ``params`` keep the solver's declared parameter constraints
+    (scikit-learn's ``_parameter_constraints``, :func:`~dml_bench.solvers.base.param_problem`);
+    the problem is reported at ``path.<name>`` (``path.<name>[index]`` for a grid value)."""
+    from ..solvers.base import param_problem
+
+    problem = param_problem(target, params)
+    if problem:
+        name, message = problem
+        r.fail(f"{path}.{name}" + ("" if index is None else f"[{index}]"), message)
 
 
 def unique_labels(r: Reader, labels: list[str], path: str, what: str):

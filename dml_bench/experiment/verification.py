@@ -31,7 +31,6 @@ The protocol, as the papers state it and as this module implements it:
 
 Shen et al. classify the test pairs with Mk-NN (their ref. [20]) rather than a threshold; here
 every solver, triplet solvers included, is evaluated with the threshold rule above.
-:func:`run_verification` runs all of this for a registry solver, fold by fold.
 
 The protocol as the tasks of an experiment (``evaluation: {task: verification}``) is
 :mod:`dml_bench.experiment.verification_tasks`'s.
@@ -474,66 +473,3 @@ def fit_pair_solver(name: str, params: dict, Z, pairs: PairFold, identity=None, 
         solver.fit(Z, None, constraints=constraints)
         return solver, constraints, time.perf_counter() - wall, time.process_time() - cpu
 
-
-def run_verification(X, folds: Sequence[PairFold], solver: str = "euclidean",
-                     solver_params: dict | None = None, *, pca: int | None = None,
-                     sqrt: bool = False, test_folds: Sequence[int] | None = None,
-                     identities=None, triplet_k: int = 5, n_triplets: int | None = None,
-                     seed: int = 0) -> dict:
-    """The restricted verification protocol for one solver: fit per fold, threshold, accuracy, ROC.
-
-    For each test fold: :func:`restricted_split`, :func:`preprocess_fold` (fitted on the
-    training images), :func:`fit_pair_solver` on the training pairs, :func:`best_threshold` on
-    the training pairs' squared learned distances, :func:`accuracy` on the test pairs.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_images, d)
-        Descriptor table.
-    folds : sequence of PairFold
-        :func:`lfw_pair_folds` (LFW View 2) or :func:`draw_pair_folds`.
-    solver : str
-        Registry name (``"euclidean"``: the reference; ``"dml_eig"``, ``"itml"``, ``"ldml"``, …).
-    solver_params : dict, optional
-        Constructor parameters of the solver.
-    pca : int or None
-        PCA dimension (None: none).
-    sqrt : bool
-        Square-root preprocessing.
-    test_folds : sequence of int, optional
-        Folds to test (default: all); the training part is always every other fold.
-    identities : array-like of shape (n_images,), optional
-        Identity per row of ``X`` for triplet solvers (Shen et al.'s rule uses identities: not
-        restricted); default: :func:`matched_components` of each fold's training pairs.
-    triplet_k, n_triplets, seed
-        As ``k``, ``n_triplets`` and ``seed`` of :func:`pair_triplets`.
-
-    Returns
-    -------
-    dict
-        ``folds``: DataFrame, one row per test fold: ``fold``, ``accuracy`` (test),
-        ``threshold`` (on the squared learned distance), ``train_accuracy``, ``fit_time``,
-        ``fit_cpu_time``, ``n_train_pairs``, ``n_train_images``, ``n_test_pairs``, ``n_similar``, ``n_dissimilar``, ``n_triplets``;
-        ``accuracy_mean`` and ``accuracy_sem`` (:func:`mean_sem`; SEM is nan for one fold);
-        ``roc``, ``auc``, ``eer`` of the merged test folds (:func:`merged_roc`).
-    """
-    rows, distances, same = [], [], []
-    for f in range(len(folds)) if test_folds is None else test_folds:
-        split = restricted_split(folds, f)
-        Z_train, Z_test, test_images = preprocess_fold(X, split, pca, sqrt)
-        train = local_pairs(split.train, split.train_images)
-        identity = None if identities is None else np.asarray(identities)[split.train_images]
-        model, constraints, wall, cpu = fit_pair_solver(
-            solver, dict(solver_params or {}), Z_train, train, identity, triplet_k, n_triplets, seed)
-        threshold, train_accuracy = best_threshold(squared_distances(model, Z_train, train), train.same)
-        test_distances = squared_distances(model, Z_test, local_pairs(split.test, test_images))
-        rows.append({"fold": f, "accuracy": accuracy(test_distances, split.test.same, threshold),
-                     "threshold": threshold, "train_accuracy": train_accuracy, "fit_time": wall,
-                     "fit_cpu_time": cpu, "n_train_pairs": len(train.same),
-                     "n_train_images": len(split.train_images), "n_test_pairs": len(split.test.same),
-                     **constraints.counts()})
-        distances.append(test_distances)
-        same.append(split.test.same)
-    table = pd.DataFrame(rows)
-    mean, sem = mean_sem(table["accuracy"])
-    return {"folds": table, "accuracy_mean": mean, "accuracy_sem": sem, **merged_roc(distances, same)}

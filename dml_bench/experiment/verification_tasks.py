@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .config import VerificationSpec
+from .kind import TaskKind
+from .sections import DEFAULT_PLACE, DataPlace, VerificationSpec
 from .verification import (RestrictedSplit, accuracy, best_threshold, draw_pair_folds,
                            fit_pair_solver, lfw_pair_folds, local_pairs, merged_roc,
                            preprocess_fold, project_fold, restricted_split, squared_distances)
@@ -55,8 +56,7 @@ class VerificationTask:
     spec: VerificationSpec
     seed: int
     path: str | None = None  # the entry's data file (location, not part of the id)
-    mirror: str | None = None
-    cache_dir: str | None = None
+    data: DataPlace = DEFAULT_PLACE
     point: tuple = ()  # tuning: the grid point fitted
     tuned: tuple = ()  # final: the grid point View 1 chose
     tuning_accuracy: float | None = None
@@ -83,7 +83,7 @@ class VerificationTask:
         a user's file or OpenML data with drawn folds (None for the catalogue's datasets and
         LFW's pixels; see :func:`~dml_bench.datasets.loader.dataset_digest`). Computed once per
         task object and pickled with it, as :attr:`dml_bench.experiment.knn.Task.data_digest`."""
-        return data_digest(self.dataset.name, self.path, self.mirror, self.cache_dir)
+        return data_digest(self.dataset.name, self.path, self.data)
 
     @property
     def task_id(self) -> str:
@@ -111,18 +111,19 @@ class VerificationTask:
         return hashlib.sha1(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def verification_tasks(exp, mirror=None, cache_dir=None) -> list[VerificationTask]:
+def verification_tasks(exp, data: DataPlace = DEFAULT_PLACE) -> list[VerificationTask]:
     """Every final task of ``exp``: per dataset entry, solver and test fold (the first
     ``n_splits`` folds: the entry's own, else the experiment's; all ten by default)."""
-    n_available = exp.verification.n_folds if exp.verification.folds == "drawn" else LFW_FOLDS
+    spec = exp.evaluation.verification
+    n_available = spec.n_folds if spec.folds == "drawn" else LFW_FOLDS
     tasks = []
     for entry in exp.datasets:
         for solver in exp.solvers:
             if entry.solvers and solver.label not in entry.solvers:
                 continue
-            for fold in range(min(entry.n_splits or exp.n_splits, n_available)):
-                tasks.append(VerificationTask(exp.name, entry, solver, fold, exp.verification,
-                                              exp.seed, entry_path(exp, entry), mirror, cache_dir))
+            for fold in range(min(entry.n_splits or exp.split.n_splits, n_available)):
+                tasks.append(VerificationTask(exp.name, entry, solver, fold, spec,
+                                              exp.split.seed, entry_path(exp, entry), data))
     return tasks
 
 
@@ -141,7 +142,7 @@ def entry_path(exp, entry) -> str | None:
     return dict(getattr(exp, "data_paths", ()) or ()).get(entry.label)
 
 
-def data_problem(exp, mirror=None, cache_dir=None, load: bool = True) -> str | None:
+def data_problem(exp, data: DataPlace = DEFAULT_PLACE, load: bool = True) -> str | None:
     """Why the data of a verification experiment cannot be had (None when they can).
 
     ``load``: load and verify every entry's table (the LFW-SIFT file's dimension and images);
@@ -152,28 +153,28 @@ def data_problem(exp, mirror=None, cache_dir=None, load: bool = True) -> str | N
     reasons = []
     for entry in exp.datasets:
         try:
-            source = data_source(entry.name, entry_path(exp, entry), mirror, cache_dir)
+            source = data_source(entry.name, entry_path(exp, entry), data)
             if load:
-                _table(entry.name, source, exp.verification, exp.seed, mirror, cache_dir)
+                _table(entry.name, source, exp.evaluation.verification, exp.split.seed, data)
         except DataNotAvailable as exc:
             reasons.append(str(exc))
     return "; ".join(dict.fromkeys(reasons)) or None
 
 
-def data_source(name: str, path=None, mirror=None, cache_dir=None) -> tuple | None:
+def data_source(name: str, path=None, data: DataPlace = DEFAULT_PLACE) -> tuple | None:
     """The key of the per-worker table cache: for ``lfw_sift`` the file it reads
     (:func:`~dml_bench.datasets.lfw.lfw_sift_path`) and its content digest; for data outside the
     catalogue (a user's file, OpenML) its content digest; None for other data."""
     from ..datasets.lfw import lfw_sift_path
 
     if name != "lfw_sift":
-        digest = data_digest(name, path, mirror, cache_dir)
+        digest = data_digest(name, path, data)
         return None if digest is None else (None, digest)
-    file = lfw_sift_path(path, mirror=mirror, cache_dir=cache_dir)
-    return str(file.absolute()), data_digest(name, str(file), mirror, cache_dir)
+    file = lfw_sift_path(path, mirror=data.mirror, cache_dir=data.cache_dir)
+    return str(file.absolute()), data_digest(name, str(file), data)
 
 
-def data_digest(name: str, path=None, mirror=None, cache_dir=None) -> str | None:
+def data_digest(name: str, path=None, data: DataPlace = DEFAULT_PLACE) -> str | None:
     """sha256 of a verification entry's data when its name does not fix it: the LFW-SIFT file
     (the user's, :func:`~dml_bench.datasets.lfw.lfw_sift_path`), or a dataset outside the
     catalogue (:func:`~dml_bench.datasets.loader.dataset_digest`); None for the catalogue's
@@ -184,6 +185,7 @@ def data_digest(name: str, path=None, mirror=None, cache_dir=None) -> str | None
     from ..datasets.loader import dataset_digest
     from ..datasets.lfw import lfw_sift_path
 
+    mirror, cache_dir = data.mirror, data.cache_dir
     if name == "lfw_pixels":
         return None
     if name != "lfw_sift":
@@ -199,7 +201,7 @@ def data_digest(name: str, path=None, mirror=None, cache_dir=None) -> str | None
 
 
 @functools.lru_cache(maxsize=2)
-def _table(name, source, spec: VerificationSpec, seed, mirror, cache_dir):
+def _table(name, source, spec: VerificationSpec, seed, data: DataPlace):
     """``(X, folds, view1, identity)`` of a dataset entry: the descriptor table, the View 2 (or
     drawn) folds as :class:`~.verification.PairFold`, View 1 as ``(train, test)`` PairFolds (None for drawn
     folds), and each row's identity."""
@@ -207,6 +209,7 @@ def _table(name, source, spec: VerificationSpec, seed, mirror, cache_dir):
     from ..datasets.lfw import load_lfw_pairs, load_lfw_pixels, load_lfw_table
     from ..datasets.parsers import LFW_IMAGE_NAME
 
+    mirror, cache_dir = data.mirror, data.cache_dir
     if spec.folds == "drawn":
         X, y, _ = load_dataset(name, mirror=mirror, cache_dir=cache_dir)
         folds = draw_pair_folds(y, spec.n_folds, spec.n_matched, spec.n_mismatched, seed)
@@ -228,13 +231,14 @@ def _table(name, source, spec: VerificationSpec, seed, mirror, cache_dir):
 
 
 @functools.lru_cache(maxsize=2)
-def _prepared(name, source, spec, seed, mirror, cache_dir, fold, sqrt, normalize, project):
+def _prepared(name, source, task: VerificationTask, sqrt, normalize, project):
     """Preprocessed training and test images of one fold (``"view1"``: DevTrain / DevTest) —
     with ``project`` their projections on every principal component (:func:`project_fold`),
     which every PCA dimension slices —, the pairs as positions in them, and the training
     images' identities; cached per worker, so the solvers and PCA dimensions of a fold share
     one decomposition (the experiment runs its tasks fold by fold for that)."""
-    X, folds, view1, identity = _table(name, source, spec, seed, mirror, cache_dir)
+    X, folds, view1, identity = _table(name, source, task.spec, task.seed, task.data)
+    fold = task.fold
     if fold == "view1":
         if view1 is None:
             raise ValueError("tune: needs LFW's View 1 (evaluation.folds: lfw)")
@@ -248,16 +252,21 @@ def _prepared(name, source, spec, seed, mirror, cache_dir, fold, sqrt, normalize
             local_pairs(split.test, test_images), identity[split.train_images])
 
 
+def _fold_key(task: VerificationTask) -> VerificationTask:
+    """``task`` reduced to what a fold's preprocessing depends on (the cache key of
+    :func:`_prepared`: the solvers and PCA dimensions of a fold share one decomposition)."""
+    return VerificationTask("", None, None, task.fold, task.spec, task.seed, None, task.data)
+
+
 def fit_and_score(task: VerificationTask) -> dict:
     """Fit ``task``'s solver on its training pairs, threshold them, score the test pairs.
 
     Returns a dict of the fold's numbers and ``distances`` / ``same`` of the test pairs.
     """
-    source = data_source(task.dataset.name, task.path, task.mirror, task.cache_dir)
+    source = data_source(task.dataset.name, task.path, task.data)
     prep = task.dataset.preprocessing
     Z_train, Z_test, train, test, identity = _prepared(
-        task.dataset.name, source, task.spec, task.seed, task.mirror, task.cache_dir, task.fold,
-        prep.sqrt, prep.normalize, bool(prep.pca))
+        task.dataset.name, source, _fold_key(task), prep.sqrt, prep.normalize, bool(prep.pca))
     if prep.pca:
         Z_train, Z_test = (np.ascontiguousarray(Z[:, :prep.pca]) for Z in (Z_train, Z_test))
     model, constraints, wall, cpu = fit_pair_solver(
@@ -274,3 +283,13 @@ def fit_and_score(task: VerificationTask) -> dict:
             "n_iter": getattr(model, "n_iter_", None), "converged": getattr(model, "converged_", None),
             **constraints.counts(), "distances": distances, "same": test.same,
             "pairs": (test.first, test.second)}
+
+
+def _missing_data(exp, data: DataPlace = DEFAULT_PLACE) -> list[str]:
+    """Every dataset label of ``exp`` when its files are not here (the experiment reads them
+    all: LFW's pair lists and descriptor table), else none."""
+    return [d.label for d in exp.datasets] if data_problem(exp, data, load=False) else []
+
+
+#: the pair-verification task kind (:class:`~dml_bench.experiment.kind.TaskKind`)
+KIND = TaskKind(all_tasks=verification_tasks, missing_data=_missing_data, data_problem=data_problem)

@@ -26,7 +26,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import BoardError, warn
-from ..experiment.config import Experiment, parse_config, read_config_file
+from ..experiment.config import parse_config, read_config_file
+from ..experiment.sections import Experiment
 from ..experiment.schema import ConfigError
 from ..run.results import append_bytes
 

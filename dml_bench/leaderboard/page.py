@@ -12,19 +12,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..experiment.sections import DEFAULT_PLACE, DataPlace
 from .. import __version__
 from ..common.safe_write import output_dir, output_path, write_text
 from ..report import ranking
-from ..report.figures import pyplot, save_figure
-from ..report.html import render_html
-from ..report.tables import tabular, tex
+from ..report.figures import axis_label, legend_outside, pyplot, save_figure
+from ..report.html import relative_paths, render_html
+from ..report.tables import latex_table, method_names, splits_phrase, tabular, tex
 from .board import STATUS_TEXT, Board
 from .stats import Statistics, board_table, statistics
 
 PAGE = "leaderboard.html"
 
 
-def write_board_report(board: Board, board_dir: Path, mirror=None, cache_dir=None,
+def write_board_report(board: Board, board_dir: Path, data: DataPlace = DEFAULT_PLACE,
                        alpha: float = 0.05) -> dict[str, Path]:
     """Write the board's tables (CSV/LaTeX/HTML), figures and page into ``board_dir``.
 
@@ -32,9 +33,14 @@ def write_board_report(board: Board, board_dir: Path, mirror=None, cache_dir=Non
     ``pairwise.csv/.tex/.html``, ``friedman.csv``, ``time_error.csv``,
     ``figures/cd_diagram.png/.pdf``, ``figures/time_error.png/.pdf``, ``LEADERBOARD.md`` and
     ``leaderboard.html``.
+
+    The CSV files name the methods by their labels; the LaTeX and HTML tables, the figures and
+    the page print them by name (:func:`~dml_bench.report.tables.method_names`: ``dml_eig`` as
+    ``DML-eig``, a label the config gives as given).
     """
     board_dir = Path(board_dir)
-    st = statistics(board_table(board, board_dir, mirror, cache_dir), alpha)
+    st = statistics(board_table(board, board_dir, data), alpha)
+    names = method_names((s.label, s.name) for s in board.experiment.solvers)
     paths: dict[str, Path] = {}
 
     def put(name: str, text: str):
@@ -43,16 +49,24 @@ def write_board_report(board: Board, board_dir: Path, mirror=None, cache_dir=Non
     put("board.csv", st.table.to_csv(index=False, float_format="%.6g"))
     rank_table = _rank_table(st)
     put("ranks.csv", rank_table.to_csv(index=False, float_format="%.6g"))
-    put("ranks.tex", tabular("l" + "r" * (rank_table.shape[1] - 1),
-                             [tex(c) for c in rank_table.columns],
-                             [[tex(c) for c in row] for row in _shown(rank_table)]))
-    put("ranks.html", _shown(rank_table, frame=True).to_html(index=False))
+    put("ranks.tex", latex_table(tabular("l" + "r" * (rank_table.shape[1] - 1),
+                                         [tex(c) for c in rank_table.columns],
+                                         [[tex(c) for c in row]
+                                          for row in _shown(rank_table, names=names)]),
+                                 _ranks_caption(board, st)))
+    put("ranks.html", _shown(rank_table, frame=True, names=names).to_html(index=False))
     pw = st.pairwise
     put("pairwise.csv", pw.to_csv(index=False, float_format="%.6g"))
     shown_pw = pw.assign(wilcoxon_p=pw["wilcoxon_p"].map(
-        lambda p: "–" if pd.isna(p) else f"{p:.3g}")).astype(str)
-    put("pairwise.tex", tabular("llrrrrr", [tex(c) for c in pw.columns],
-                                [[tex(c) for c in row] for row in shown_pw.to_numpy()]))
+        lambda p: "–" if pd.isna(p) else f"{p:.3g}"), method=_named(pw["method"], names),
+        versus=_named(pw["versus"], names)).astype(str)
+    put("pairwise.tex", latex_table(
+        tabular("llrrrrr", [tex(c) for c in pw.columns],
+                [[tex(c) for c in row] for row in shown_pw.to_numpy()]),
+        f"Pairwise comparison over the {len(st.errors)} ranked data sets: wins, ties and losses "
+        "of each method against each other (lower mean test error wins; a result beats none), "
+        "the number of data sets where both have a result, and the two-sided Wilcoxon "
+        "signed-rank p-value on those."))
     put("pairwise.html", shown_pw.to_html(index=False))
     fr = st.friedman
     put("friedman.csv", pd.DataFrame([{
@@ -64,13 +78,24 @@ def write_board_report(board: Board, board_dir: Path, mirror=None, cache_dir=Non
     put("time_error.csv", st.time_error.to_csv(index=False, float_format="%.6g"))
     figures = output_dir(board_dir, "figures")
     if st.cd is not None:
-        paths.update(_plot_cd(st, figures / "cd_diagram"))
+        paths.update(_plot_cd(st, figures / "cd_diagram", names))
     if st.time_error["fit_time"].notna().any():
-        paths.update(_plot_time_error(st, figures / "time_error"))
-    markdown = _markdown(board, st, board_dir, alpha, rank_table)
+        paths.update(_plot_time_error(st, figures / "time_error", names))
+    markdown = relative_paths(_markdown(board, st, board_dir, alpha, rank_table, names),
+                              board_dir)
     put("LEADERBOARD.md", markdown)
-    put(PAGE, render_html(markdown, "dml-bench leaderboard"))
+    put(PAGE, render_html(markdown, "dml-bench leaderboard", root=board_dir))
     return paths
+
+
+def _ranks_caption(board: Board, st: Statistics) -> str:
+    """The caption of ``ranks.tex``: what the columns hold, in which unit, and the marks."""
+    config = board.experiment.to_dict()
+    k = (config.get("evaluation") or {}).get("knn_k", 3)
+    return (f"Methods by mean rank over the {len(st.errors)} ranked data sets (1 = lowest "
+            f"{k}-NN test error, ties averaged), then each data set's mean test error (\\%) "
+            f"over {splits_phrase(st.table['n_splits'], config)}; -- over budget, n/a cannot "
+            "run (memory rule), failed: the fit raised, \\dots{} still to run.")
 
 
 def _hosts_sentence(table: pd.DataFrame, note: str = "") -> str:
@@ -95,18 +120,31 @@ def _rank_table(st: Statistics) -> pd.DataFrame:
     return out
 
 
-def _shown(table: pd.DataFrame, frame: bool = False):
-    """The rank table as text cells (errors in %, two decimals)."""
+def _name(method, names: dict[str, str] | None) -> str:
+    """A method label as printed: by ``names`` (label → name), a label not in it as it is."""
+    return (names or {}).get(str(method), str(method))
+
+
+def _named(methods, names: dict[str, str] | None) -> list[str]:
+    """Method labels as printed (:func:`_name`)."""
+    return [_name(m, names) for m in methods]
+
+
+def _shown(table: pd.DataFrame, frame: bool = False, names: dict[str, str] | None = None):
+    """The rank table as text cells (errors in %, two decimals; methods by ``names``)."""
     shown = table.copy()
+    shown["method"] = _named(shown["method"], names)
     for col in shown.columns[1:]:
         shown[col] = [f"{v:.2f}" if isinstance(v, (float, np.floating)) and not pd.isna(v)
                       else str(v) for v in shown[col]]
     return shown if frame else shown.astype(str).to_numpy().tolist()
 
 
-def _plot_cd(st: Statistics, stem: Path) -> dict[str, Path]:
-    """Demšar's critical-difference diagram: the rank axis, each method at its mean rank, bars
-    joining the groups of methods not significantly different, and the CD as a scale bar."""
+def _plot_cd(st: Statistics, stem: Path, names: dict[str, str] | None = None
+             ) -> dict[str, Path]:
+    """Demšar's critical-difference diagram: the rank axis, each method (by ``names``) at its
+    mean rank, bars joining the groups of methods not significantly different, and the CD as a
+    scale bar."""
     plt = pyplot()
     mr, k = st.mean_ranks, len(st.mean_ranks)
     half = math.ceil(k / 2)
@@ -122,7 +160,7 @@ def _plot_cd(st: Statistics, stem: Path) -> dict[str, Path]:
     ax.hlines(1.2, 1, 1 + bar, color="k", lw=1.5)
     ax.text(1 + bar / 2, 1.3, f"CD = {st.cd:.2f} (Nemenyi, α = 0.05)", ha="center",
             va="bottom", fontsize=8)
-    for j, (name, r) in enumerate(mr.items()):
+    for j, (name, r) in enumerate(zip(_named(mr.index, names), mr)):
         left = j < half
         level = -(j if left else k - 1 - j) - 1
         x_text = 0.6 if left else k + 0.4
@@ -138,16 +176,18 @@ def _plot_cd(st: Statistics, stem: Path) -> dict[str, Path]:
     return _save(fig, stem)
 
 
-def _plot_time_error(st: Statistics, stem: Path) -> dict[str, Path]:
-    """Mean rank against the geometric-mean final-fit time, the Pareto front joined."""
+def _plot_time_error(st: Statistics, stem: Path, names: dict[str, str] | None = None
+                     ) -> dict[str, Path]:
+    """Mean rank against the geometric-mean final-fit time (each method by ``names``), the
+    Pareto front joined."""
     import matplotlib.ticker
 
     plt = pyplot()
     te = st.time_error.dropna(subset=["fit_time"])
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
     ax.scatter(te["fit_time"], te["mean_rank"], c=np.where(te["pareto"], "tab:red", "tab:gray"))
     for rec in te.itertuples():
-        ax.annotate(rec.method, (rec.fit_time, rec.mean_rank), fontsize=7,
+        ax.annotate(_name(rec.method, names), (rec.fit_time, rec.mean_rank), fontsize=7,
                     xytext=(3, 3), textcoords="offset points")
     front = te[te["pareto"]].sort_values("fit_time")
     ax.step(front["fit_time"], front["mean_rank"], where="post", color="tab:red", lw=1,
@@ -155,31 +195,35 @@ def _plot_time_error(st: Statistics, stem: Path) -> dict[str, Path]:
     ax.set_xscale("log")
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.invert_yaxis()
-    ax.set_xlabel("final-fit time, geometric mean over the ranked data sets (s)")
-    ax.set_ylabel("mean rank (1 = best)")
-    ax.legend(fontsize=8)
+    ax.set_xlabel(axis_label("final_fit_time"))
+    ax.set_ylabel(axis_label("mean_rank"))
+    legend_outside(fig)
     return _save(fig, stem)
 
 
 def _save(fig, stem: Path) -> dict[str, Path]:
     """``fig`` as ``<stem>.png`` and ``.pdf`` (laid out tight, 120 dpi), closed; its paths by
     their names in the board's folder (``figures/<name>.png``)."""
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:  # a figure with a legend outside has its own layout
+        fig.tight_layout()
     saved = save_figure(fig, stem.parent, stem.name)
     return {f"figures/{stem.name}.{ext}": saved[f"{stem.name}_{ext}"] for ext in ("png", "pdf")}
 
 
 def _markdown(board: Board, st: Statistics, board_dir: Path, alpha: float,
-              rank_table: pd.DataFrame) -> str:
+              rank_table: pd.DataFrame, names: dict[str, str] | None = None) -> str:
     exp, fr = board.experiment, st.friedman
+    report = (board_dir.parent / "REPRODUCTION.html").is_file()  # link only to pages written
+    errors = " (see errors.csv)" if (board_dir / "errors.csv").is_file() else ""
     lines = ["# Leaderboard", "",
-             "[Reproduction report](../REPRODUCTION.html) · **Leaderboard**", "",
+             *(["[Reproduction report](../REPRODUCTION.html) · **Leaderboard**", ""] if report
+               else []),
              f"Generated by `dmlbench leaderboard` (dml-bench {__version__}) from `{board_dir}` on "
              f"{dt.date.today().isoformat()}. Do not edit: rerun the command.", "",
              "## Protocol", "", " ".join(exp.description.split()), "",
              f"Budget: {board.budget:g} s of wall-clock time per fit (one BLAS thread per worker); "
              f"memory rule: {board.memory_gb:g} GB per fit. – over budget, n/a cannot run "
-             "(memory rule), failed: the fit raised (see errors.csv), … still to run.", "",
+             f"(memory rule), failed: the fit raised{errors}, … still to run.", "",
              "## Ranks", ""]
     if st.pending:
         lines += [f"**Partial board**: {len(st.pending)} data set(s) have cells still to run and "
@@ -194,7 +238,7 @@ def _markdown(board: Board, st: Statistics, board_dir: Path, alpha: float,
               "the splits.", ""]
     header = list(rank_table.columns)
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in _shown(rank_table)]
+    lines += ["| " + " | ".join(row) + " |" for row in _shown(rank_table, names=names)]
     if exp.notes:
         lines += ["", "Notes (the config's `notes:`, by data set / method):", ""]
         lines += [f"- `{key}`: {' '.join(str(text).split())}" for key, text in exp.notes.items()]
@@ -232,13 +276,14 @@ def _markdown(board: Board, st: Statistics, board_dir: Path, alpha: float,
     if len(pw):
         lines += ["| method | versus | wins | ties | losses | n both | Wilcoxon p |",
                   "|---|---|---:|---:|---:|---:|---:|"]
-        lines += [f"| {r.method} | {r.versus} | {r.wins} | {r.ties} | {r.losses} | {r.n_both} | "
+        lines += [f"| {_name(r.method, names)} | {_name(r.versus, names)} | {r.wins} | {r.ties} | "
+                  f"{r.losses} | {r.n_both} | "
                   f"{'–' if pd.isna(r.wilcoxon_p) else f'{r.wilcoxon_p:.3g}'} |"
                   for r in pw.itertuples()]
     marked = st.table[st.table["status"].isin(["over_budget", "cannot_run", "failed"])]
     if len(marked):
         lines += ["", "## Cells without a result", "", "| data set | method | status | reason |",
                   "|---|---|---|---|"]
-        lines += [f"| {r.dataset} | {r.method} | {r.status} | {r.reason} |"
+        lines += [f"| {r.dataset} | {_name(r.method, names)} | {r.status} | {r.reason} |"
                   for r in marked.itertuples()]
     return "\n".join(lines) + "\n"

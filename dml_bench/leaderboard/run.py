@@ -14,13 +14,15 @@ set is not tried on a data set with at least as many points and features (marked
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from ..experiment.config import Experiment
+from ..experiment.sections import DEFAULT_PLACE, DataPlace
+from ..run.runner import EVERY_TASK, Selection
+from ..experiment.sections import Experiment
 from ..experiment.knn import all_tasks, plan
 from ..run.budget import run_cells
 from ..run.execution import check_labels
@@ -50,27 +52,29 @@ def _sizes(exp: Experiment, no_data=()) -> dict[str, tuple[int, int]]:
         spec = DATASETS[entry.name]
         n = min(entry.n_samples or spec.n_samples, spec.n_samples)
         d = entry.preprocessing.pca or spec.n_features
-        out[entry.label] = (math.ceil(exp.train_fraction * n), min(d, spec.n_features))
+        out[entry.label] = (math.ceil(exp.split.train_fraction * n), min(d, spec.n_features))
     return out
 
 
-def run_board(board: Board, results_root: str | Path = "results", *, mirror=None, cache_dir=None,
-              datasets: Sequence[str] | None = None, solvers: Sequence[str] | None = None,
-              supersede: bool = False, echo: Callable[[str], None] = print) -> BoardSummary:
+def run_board(board: Board, results_root: str | Path = "results", *,
+              data: DataPlace = DEFAULT_PLACE, select: Selection = EVERY_TASK,
+              echo: Callable[[str], None] = print) -> BoardSummary:
     """Run every cell of ``board`` not yet complete or marked, each fit under the budget.
 
     Parameters
     ----------
     board : Board
-        With ``board.experiment.n_jobs`` / ``backend`` as the execution of each cell.
+        With ``board.experiment.execution`` as the execution of each cell.
     results_root : path
         Parent of the board's folder ``<results_root>/<name>/``.
-    datasets, solvers : sequence of str, optional
-        Run only these data-set / solver labels (the rest stays to be run into the same folder).
-    supersede : bool
-        Set aside the rows of finished tasks that the board no longer has (a changed protocol
-        setting), as :func:`dml_bench.run.runner.run_experiment` does; without it the first cell's
-        run is refused and names them.
+    data : DataPlace
+        The data mirror and the datasets' cache.
+    select : Selection
+        ``datasets``, ``solvers``: run only these data-set / solver labels (the rest stays to be
+        run into the same folder); ``supersede``: set aside the rows of finished tasks that the
+        board no longer has (a changed protocol setting), as
+        :func:`dml_bench.run.runner.run_experiment` does; without it the first cell's run is
+        refused and names them.
 
     Returns
     -------
@@ -86,18 +90,19 @@ def run_board(board: Board, results_root: str | Path = "results", *, mirror=None
         When a cell's run stops for another reason than the budget (e.g. a refused run).
     """
     exp = board.experiment
+    datasets, solvers = select.datasets, select.solvers
     check_labels(exp, datasets, solvers)
     out = Path(results_root) / exp.name
     out.mkdir(parents=True, exist_ok=True)
-    _, skipped = plan(exp, mirror, cache_dir)
+    _, skipped = plan(exp, data)
     no_data = {d for d, _, reason in skipped if reason.startswith("data not available")}
     runs = RunStore(out)
     compact_tuning_log(out)  # a killed run's finished cells
-    cells = _selected_cells(exp, mirror, cache_dir, datasets, solvers)
+    cells = _selected_cells(exp, data, datasets, solvers)
     state = _board_state(board, out, no_data, cells)
     summary = BoardSummary()
     queue = _queue(state, runs.finished(), summary)
-    ran = _run_queue(board, state, queue, summary, results_root, supersede, echo)
+    ran = _run_queue(board, state, queue, summary, results_root, select.supersede, echo)
     _settle(board, state, runs.finished(), ran, summary)
     compact_tuning_log(out)
     return summary
@@ -131,11 +136,11 @@ class _BoardState:
     over: dict
 
 
-def _selected_cells(exp: Experiment, mirror, cache_dir, datasets, solvers) -> dict:
+def _selected_cells(exp: Experiment, data: DataPlace, datasets, solvers) -> dict:
     """(data-set label, solver label) → the cell's tasks, for the selected labels (all when
     None)."""
     cells: dict[tuple[str, str], list] = {}
-    for task in all_tasks(exp, mirror, cache_dir):
+    for task in all_tasks(exp, data):
         if not (datasets and task.dataset.label not in datasets
                 or solvers and task.solver.label not in solvers):
             cells.setdefault((task.dataset.label, task.solver.label), []).append(task)

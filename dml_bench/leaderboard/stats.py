@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..experiment.sections import DEFAULT_PLACE, DataPlace
 from ..errors import DMLBenchError
 from ..experiment.knn import all_tasks, plan
 from ..report import ranking
@@ -18,7 +19,7 @@ from ..report.knn import read_runs
 from .board import Board, read_cells
 
 
-def board_table(board: Board, board_dir: Path, mirror=None, cache_dir=None) -> pd.DataFrame:
+def board_table(board: Board, board_dir: Path, data: DataPlace = DEFAULT_PLACE) -> pd.DataFrame:
     """One row per (data set, method) cell of the board: its status and, when complete, the mean
     and std of its test error over the splits and its mean final-fit time.
 
@@ -33,11 +34,11 @@ def board_table(board: Board, board_dir: Path, mirror=None, cache_dir=None) -> p
     except DMLBenchError:
         runs = pd.DataFrame(columns=["task_id", "error", "fit_time"])
     by_id = runs.set_index("task_id") if len(runs) else runs
-    _, skipped = plan(exp, mirror, cache_dir)
+    _, skipped = plan(exp, data)
     no_data = {d: reason for d, _, reason in skipped if reason.startswith("data not available")}
     marks = read_cells(board_dir).set_index(["dataset", "label"])
     cells: dict[tuple[str, str], list[str]] = {}
-    for task in all_tasks(exp, mirror, cache_dir):
+    for task in all_tasks(exp, data):
         cells.setdefault((task.dataset.label, task.solver.label), []).append(task.task_id)
     rows = []
     for (d, s), ids in cells.items():

@@ -6,7 +6,7 @@
 - :mod:`.tables`: what every report builds its tables with (config order, paper comparisons,
   Welch's test, LaTeX);
 - :mod:`.figures`: the figures a config declares, and the one matplotlib backend of the package;
-- :mod:`.html`: Markdown reports as standalone HTML pages;
+- :mod:`.html`: Markdown reports as standalone HTML pages (contents, anchors, scrolling tables);
 - :mod:`.ranking`: ranks, Friedman, Nemenyi and pairwise tests over data sets (Demšar 2006);
 - :mod:`.check`: a run's means against a committed baseline (``dmlbench check``).
 """

@@ -1,10 +1,11 @@
 """Reporting stage: ``runs.csv`` → summary, LaTeX tables and comparisons with the papers' numbers.
 
 A results directory ``results/<name>/`` holds ``runs.csv`` (one row per finished task) and the
-resolved ``config.yaml``. :func:`write_report` turns them into
+resolved ``config.yaml``. :func:`write_knn_report` turns them into
 
 - ``summary.csv``: one row per (dataset, solver label), errors in percent;
-- ``table.tex`` / ``table_time.tex``: test error / fit time in the papers' layout;
+- ``table.tex`` / ``table_time.tex``: test error (%) / fit time (s) in the papers' layout, each
+  a captioned ``table`` float;
 - ``comparison_<paper>_<table>.csv`` / ``.tex`` for every table named by the config's
   ``paper_table``: our numbers next to the reported ones.
 
@@ -24,9 +25,9 @@ from ..common.safe_write import check_name, write_text
 from ..papers import PaperTable, load_paper_table
 from ..run.results import RUN_COLUMNS, RunStore
 from .figures import write_figures
-from .tables import (CONFIG_FILE, FLOAT_SLACK, ReportError, compare_with_paper, comparison_to_latex,
-                     config_order, display_label, mean_std, paper_table_keys, read_config, tabular,
-                     tex, write_output)
+from .tables import (FLOAT_SLACK, ReportError, compare_with_paper, comparison_caption,
+                     comparison_to_latex, config_order, display_label, latex_table, mean_std,
+                     paper_table_keys, read_config, splits_phrase, tabular, tex, write_output)
 
 RUNS_FILE = "runs.csv"
 STATUS_START = "<!-- status:start -->"
@@ -239,6 +240,11 @@ def precise_of(results_dir: Path | str) -> tuple[pd.DataFrame | None, dict | Non
 # --------------------------------------------------------------------------------------- LaTeX
 
 
+#: solvers whose fit learns nothing (the identity metric): their time is bookkeeping, so a time
+#: table never marks it as the fastest
+NO_FIT_SOLVERS = frozenset({"euclidean"})
+
+
 def summary_to_latex(summary: pd.DataFrame, quantity: str = "error") -> str:
     """A booktabs table in the papers' layout: datasets × solvers, "mean (std)".
 
@@ -253,27 +259,59 @@ def summary_to_latex(summary: pd.DataFrame, quantity: str = "error") -> str:
     -------
     str
         A ``tabular`` with two decimals; the lowest value of each row, as displayed, is in
-        ``\\textbf{}`` (every tied cell); cells not run show ``--``.
+        ``\\textbf{}`` (every tied cell); cells not run show ``--``. In a time table a cell
+        that shows a zero time, or whose solver learns nothing (:data:`NO_FIT_SOLVERS`), is never
+        the lowest.
     """
     datasets, labels = pd.unique(summary["dataset"]), pd.unique(summary["label"])
     grid = summary.set_index(["dataset", "label"])
     body = []
     for dataset in datasets:
-        cells = [grid.loc[(dataset, lab), [f"{quantity}_mean", f"{quantity}_std"]]
+        cells = [tuple(grid.loc[(dataset, lab), [f"{quantity}_mean", f"{quantity}_std"]])
                  if (dataset, lab) in grid.index else (np.nan, np.nan) for lab in labels]
-        best = min((round(m, 2) for m, _ in cells if not pd.isna(m)), default=None)
+        marked = [_may_be_best(grid, dataset, lab, m, quantity) for lab, (m, _) in
+                  zip(labels, cells)]
+        best = min((round(m, 2) for (m, _), ok in zip(cells, marked) if ok), default=None)
         body.append([tex(dataset)] + [
-            f"\\textbf{{{mean_std(m, s)}}}" if round(m, 2) == best else mean_std(m, s)
-            for m, s in cells
+            f"\\textbf{{{mean_std(m, s)}}}" if ok and round(m, 2) == best else mean_std(m, s)
+            for (m, s), ok in zip(cells, marked)
         ])
     return tabular("l" + "r" * len(labels), ["Dataset"] + [tex(lab) for lab in labels], body)
+
+
+def _may_be_best(grid: pd.DataFrame, dataset: str, label: str, mean: float,
+                 quantity: str) -> bool:
+    """Whether a cell competes for the bold mark: it has a mean and, in a time table, shows a
+    time above zero and its solver fits something."""
+    if pd.isna(mean):
+        return False
+    if quantity != "fit_time":
+        return True
+    solver = grid.loc[(dataset, label)].get("solver")
+    return round(mean, 2) > 0 and solver not in NO_FIT_SOLVERS
+
+
+def summary_caption(summary: pd.DataFrame, quantity: str,
+                    config: Mapping[str, Any] | None = None) -> str:
+    """The LaTeX caption of :func:`summary_to_latex`'s table: the quantity with its unit, the
+    split count and protocol, and what the bold mark means."""
+    splits = splits_phrase(summary["error_n"], config)
+    if quantity == "fit_time":
+        no_fit = sorted(set(summary.get("solver", pd.Series(dtype=str))) & NO_FIT_SOLVERS)
+        left_out = (f", and {', '.join(tex(s) for s in no_fit)} (no fit)" if no_fit else "")
+        return (f"Fit time (s, wall clock), mean (std) over {splits}; the lowest of each row in "
+                f"bold, leaving out zero times{left_out}; -- not run.")
+    k = ((config or {}).get("evaluation") or {}).get("knn_k", 3)
+    return (f"{k}-NN test error (\\%), mean (std) over {splits}; the lowest of each row in "
+            "bold (ties included); -- not run.")
 
 
 # ------------------------------------------------------------------------------------ files
 
 
-def write_report(results_dir: Path | str) -> dict[str, Path]:
-    """Write the summary, LaTeX tables and paper comparisons of one results directory.
+def write_knn_report(results_dir: Path | str) -> dict[str, Path]:
+    """Write the summary, LaTeX tables and paper comparisons of one k-NN results directory
+    (:func:`~dml_bench.report.kind.write_report` calls it for ``evaluation: {task: knn}``).
 
     Parameters
     ----------
@@ -301,19 +339,15 @@ def write_report(results_dir: Path | str) -> dict[str, Path]:
     a symlink (:mod:`dml_bench.common.safe_write`).
     """
     results_dir = Path(results_dir)
-    if (results_dir / CONFIG_FILE).is_file() and (
-            read_config(results_dir).get("evaluation") or {}).get("task") == "verification":
-        from .verification import write_verification_report
-
-        return write_verification_report(results_dir)  # pair verification (LFW protocol)
     runs, config = read_runs(results_dir), read_config(results_dir)
     for spec in config.get("figures") or []:  # before anything is written
         check_name(spec.get("name") if isinstance(spec, Mapping) else None, "figure name")
     summary = summarize(runs, config)
     outputs: dict[str, str | pd.DataFrame] = {
         "summary.csv": summary,
-        "table.tex": summary_to_latex(summary, "error"),
-        "table_time.tex": summary_to_latex(summary, "fit_time"),
+        **{name: latex_table(summary_to_latex(summary, quantity),
+                             summary_caption(summary, quantity, config))
+           for name, quantity in (("table.tex", "error"), ("table_time.tex", "fit_time"))},
     }
     precise_summary, precise_config = precise_of(results_dir)
     for key in paper_table_keys(config):
@@ -323,7 +357,8 @@ def write_report(results_dir: Path | str) -> dict[str, Path]:
                                              precise_summary, precise_config)
         stem = "comparison_" + key.replace("/", "_")
         outputs[f"{stem}.csv"] = comparison
-        outputs[f"{stem}.tex"] = comparison_to_latex(comparison)
+        outputs[f"{stem}.tex"] = latex_table(comparison_to_latex(comparison), comparison_caption(
+            comparison, load_paper_table(key), config))
     written = {name: write_output(results_dir, name, content) for name, content in outputs.items()}
     for name, paths in write_figures(results_dir, runs, config).items():
         written.update({f"figures/{p.name}": p for p in paths})

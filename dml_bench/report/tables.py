@@ -61,6 +61,44 @@ def display_label(entry: Mapping[str, Any]) -> str:
     return str(entry.get("label") or entry["name"])
 
 
+#: how figures and table headers print a solver that a config gives no label of its own: its
+#: registry name → the name the papers use (:func:`method_name`); a solver not listed (a
+#: plug-in) is printed by its registry name
+SOLVER_NAMES = {
+    "euclidean": "Euclidean", "dml_eig": "DML-eig", "lmnn_eig": "LMNN-eig",
+    "frobmetric": "FrobMetric", "boostmetric": "BoostMetric", "sdpmetric": "SDPMetric",
+    "xing": "Xing (MMC)", "lmnn": "LMNN", "itml": "ITML", "nca": "NCA", "lda": "LDA",
+    "pca": "PCA", "rca": "RCA", "ldml": "LDML", "svm": "SVM", "elm": "ELM", "pola": "POLA",
+    "mdml": "MDML", "sgd_incsvd": "SGD-IncSVD", "gd": "GD", "sgd": "SGD",
+    "sgd_batch": "SGD-Batch", "fw": "FW", "sgd_one": "SGD-One", "lfda": "LFDA",
+    "covariance": "Covariance", "mlkr": "MLKR", "sdml": "SDML", "lsml": "LSML", "scml": "SCML",
+}
+
+
+def method_name(label: Any, solver: str | None = None) -> str:
+    """The name a figure or a table header prints for a method (a solver label).
+
+    A label that is its solver's registry name (the config gave none) prints as
+    :data:`SOLVER_NAMES` has it (``dml_eig`` → ``DML-eig``); a label the config gives
+    (``label:`` other than the name) prints as given. Without ``solver``, a label that is a
+    registry name is taken for that solver's own.
+    """
+    label = str(label)
+    if solver is not None and label != str(solver):
+        return label
+    return SOLVER_NAMES.get(label, label)
+
+
+def method_names(pairs) -> dict[str, str]:
+    """``{label: printed name}`` of ``(label, solver)`` pairs (a runs table's columns, a
+    config's solver entries), by :func:`method_name`. Labels that would print alike stay as
+    they are, so that two methods never share a name on a figure or in a table."""
+    names = {str(label): method_name(label, solver) for label, solver in pairs}
+    shown = pd.Series(list(names.values()), dtype=object)
+    clash = set(shown[shown.duplicated(keep=False)])
+    return {label: label if name in clash else name for label, name in names.items()}
+
+
 def config_order(summary: pd.DataFrame, config: Mapping[str, Any]) -> pd.DataFrame:
     """``summary``'s rows in the config's order: its ``datasets``, then its ``solvers`` (labels);
     anything else after, in order of first appearance."""
@@ -262,6 +300,48 @@ def tabular(align: str, header: list[str], body: list[list[str]]) -> str:
     lines = [f"\\begin{{tabular}}{{{align}}}", "\\toprule", _tex_row(header), "\\midrule"]
     lines += [_tex_row(cells) for cells in body]
     return "\n".join(lines + ["\\bottomrule", "\\end{tabular}", ""])
+
+
+def latex_table(tabular_text: str, caption: str) -> str:
+    """A ``tabular`` (from :func:`tabular`) as a ``table`` float with its caption above it.
+
+    ``caption`` is LaTeX (escape labels in it with :func:`tex`); it says what the table shows and
+    in which unit, so that the file reads on its own.
+    """
+    return "\n".join(["\\begin{table}[htbp]", "\\centering", f"\\caption{{{caption}}}",
+                      tabular_text.rstrip("\n"), "\\end{table}", ""])
+
+
+def splits_phrase(counts: pd.Series, config: Mapping[str, Any] | None = None) -> str:
+    """"N random 70/30 training/test splits" for a caption: the split counts of the cells (a
+    range where they differ) and the config's fractions (``split.train_fraction``, default 0.7);
+    "N test folds" for a pair-verification config."""
+    counts = pd.to_numeric(counts, errors="coerce").dropna().astype(int)
+    low, high = (int(counts.min()), int(counts.max())) if len(counts) else (0, 0)
+    n, plural = (f"{low}" if low == high else f"{low}--{high}"), "s" * (high != 1)
+    if ((config or {}).get("evaluation") or {}).get("task") == "verification":
+        return f"{n} test fold{plural}"
+    train = float(((config or {}).get("split") or {}).get("train_fraction", 0.7))
+    return (f"{n} random {round(100 * train):d}/{round(100 * (1 - train)):d} training/test "
+            f"split{plural}")
+
+
+def comparison_caption(comparison: pd.DataFrame, table: PaperTable,
+                       config: Mapping[str, Any] | None = None) -> str:
+    """The caption of :func:`comparison_to_latex`'s table: which paper table, the quantity with
+    its unit, our split count, and what the last two columns mean."""
+    ran = comparison.loc[comparison["status"] != "not run", "n"]
+    ours = f"ours over {splits_phrase(ran, config)}" if len(ran) else "none of ours run yet"
+    source = f"{tex(table.key.split('/')[0])}, Table {table.number}"
+    if table.quantity == "fit_time":
+        what = (f"fit time (s), mean (std) ({ours}); Diff.\\ = ours $-$ paper (s); Ratio = "
+                "ours / paper (other hardware: compare ratios, not seconds)")
+    else:
+        unit = "pair-verification accuracy" if table.quantity == "accuracy" else "test error"
+        what = (f"{unit} (\\%), mean (std) ({ours}); Diff.\\ = ours $-$ paper (percentage "
+                f"points); Match: $|$ours $-$ paper$|$ $\\le$ the paper's std ({NO_STD_MATCH} "
+                "points where it gives none)")
+    return f"Paper against ours, {source}: {what}."
 
 
 def comparison_to_latex(comparison: pd.DataFrame) -> str:

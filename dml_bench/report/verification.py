@@ -15,14 +15,15 @@ import numpy as np
 import pandas as pd
 
 from ..common.safe_write import output_dir, output_path, save_figure
-from ..experiment.config import LFW_TABLES
+from ..experiment.sections import LFW_TABLES
 from ..experiment.verification import mean_sem, merged_roc
 from ..experiment.verification_tasks import VERIFICATION_COLUMNS
 from ..papers import load_paper_table
 from ..run.results import RunStore
-from .figures import pyplot
-from .tables import (ReportError, compare_with_paper, comparison_to_latex, config_order,
-                     paper_table_keys, read_config, tabular, tex, write_output)
+from .figures import axis_label, legend_outside, pyplot
+from .tables import (ReportError, compare_with_paper, comparison_caption, comparison_to_latex,
+                     config_order, latex_table, paper_table_keys, read_config, splits_phrase,
+                     tabular, tex, write_output)
 
 
 def summarize_verification(runs: pd.DataFrame, results_dir: Path,
@@ -91,15 +92,14 @@ def plot_roc(roc: pd.DataFrame, summary: pd.DataFrame, path: Path, title: str) -
     """Merged ROC curves (TPR against FPR), one per solver label, AUC in the legend."""
     plt = pyplot()
 
-    fig, ax = plt.subplots(figsize=(5, 4.5))
+    fig, ax = plt.subplots(figsize=(6.5, 4.5), layout="constrained")
     for label, curve in roc.groupby("label", sort=False):
         auc = summary.loc[summary["label"] == label, "auc"].iloc[0]
         ax.plot(curve["fpr"], curve["tpr"], label=f"{label} (AUC {auc:.3f})")
     ax.plot([0, 1], [0, 1], color="grey", lw=0.5, ls=":")
-    ax.set(xlabel="false positive rate", ylabel="true positive rate", title=title,
+    ax.set(xlabel=axis_label("fpr"), ylabel=axis_label("tpr"), title=title,
            xlim=(0, 1), ylim=(0, 1))
-    ax.legend(loc="lower right", fontsize="small")
-    fig.tight_layout()
+    legend_outside(fig)
     try:
         return save_figure(fig, path, dpi=120)
     finally:
@@ -111,14 +111,13 @@ def plot_accuracy_vs_pca(summary: pd.DataFrame, path: Path) -> Path:
     (Ying & Li Fig. 2)."""
     plt = pyplot()
 
-    fig, ax = plt.subplots(figsize=(5.5, 4))
+    fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
     for (label, sqrt), part in summary.groupby(["label", "sqrt"], sort=False):
         part = part.sort_values("pca")
         ax.errorbar(part["pca"], part["accuracy_mean"], yerr=part["accuracy_sem"], marker="o",
                     capsize=3, label=f"{label}{' (square root)' if sqrt else ''}")
-    ax.set(xlabel="PCA dimension", ylabel="verification accuracy (%)")
-    ax.legend(fontsize="small")
-    fig.tight_layout()
+    ax.set(xlabel=axis_label("dataset.pca"), ylabel=axis_label("accuracy"))
+    legend_outside(fig)
     try:
         return save_figure(fig, path, dpi=120)
     finally:
@@ -146,12 +145,17 @@ def write_verification_report(results_dir) -> dict[str, Path]:
     runs = runs.drop_duplicates("task_id", keep="last").astype({"dataset": str, "label": str})
     config = read_config(results_dir)
     summary, roc = summarize_verification(runs, results_dir, config)
-    outputs = {"summary.csv": summary, "table.tex": verification_latex(summary), "roc.csv": roc}
+    caption = (f"Pair-verification accuracy (\\%), mean $\\pm$ standard error over "
+               f"{splits_phrase(summary['error_n'], config)}; the highest of each row in bold; "
+               "-- not run.")
+    outputs = {"summary.csv": summary, "table.tex": latex_table(verification_latex(summary),
+                                                                caption), "roc.csv": roc}
     for key in paper_table_keys(config):
         comparison = compare_with_paper(summary, load_paper_table(key), config)
         stem = "comparison_" + key.replace("/", "_")
         outputs[f"{stem}.csv"] = comparison
-        outputs[f"{stem}.tex"] = comparison_to_latex(comparison)
+        outputs[f"{stem}.tex"] = latex_table(comparison_to_latex(comparison), comparison_caption(
+            comparison, load_paper_table(key), config))
     written = {name: write_output(results_dir, name, content) for name, content in outputs.items()}
     figures = output_dir(results_dir, "figures")
     for dataset, curves in roc.groupby("dataset", sort=False):

@@ -21,7 +21,7 @@ from ..common.safe_write import write_text
 from ..errors import warn
 from ..experiment.schema import ConfigError
 from ..papers import load_paper_table, non_result_items, paper_citation
-from ..report.html import render_html
+from ..report.html import relative_paths, render_html
 from ..report.knn import PRECISE_LEVEL, add_precise_columns, precise_of, read_runs, summarize
 from ..report.tables import ReportError, compare_with_paper, read_config
 from .claims import check_claims, claims_markdown
@@ -162,18 +162,14 @@ def _with_sweep_range(comparison: pd.DataFrame, results_root: Path, diagnoses,
 
 def tasks_not_run(exp, done: set[str]) -> tuple[dict[str, int], list[str]]:
     """Per dataset label of ``exp`` with data here: how many of its tasks have no row in ``done``
-    (task ids); and the labels whose data are not available here (mirror, cache, bundled)."""
-    from ..datasets import dataset_status
-    from ..experiment.knn import all_tasks
-    from ..experiment.verification_tasks import data_problem, verification_tasks
+    (task ids); and the labels whose data are not available here (mirror, cache, bundled, the
+    user's files)."""
+    from ..experiment.kinds import task_kind
 
+    kind = task_kind(exp)
     missing: dict[str, int] = {}
-    if exp.task == "verification":  # its data: the user's LFW-SIFT file (or the pixels)
-        no_data = [d.label for d in exp.datasets] if data_problem(exp, load=False) else []
-        tasks = verification_tasks(exp)
-    else:
-        no_data = [d.label for d in exp.datasets if dataset_status(d.name) == "network needed"]
-        tasks = all_tasks(exp)
+    no_data = kind.missing_data(exp)
+    tasks = kind.all_tasks(exp)
     for task in tasks:
         if task.task_id not in done and task.dataset.label not in no_data:
             missing[task.dataset.label] = missing.get(task.dataset.label, 0) + 1
@@ -502,10 +498,10 @@ def write_reproduction_report(results_root: Path | str = "results",
     collected entries."""
     results_root = Path(results_root)
     entries = collect(results_root, root)
-    markdown = render_markdown(entries, results_root)
+    markdown = relative_paths(render_markdown(entries, results_root), results_root)
     md, page = results_root / MD_NAME, results_root / HTML_NAME
     write_text(md, markdown)
-    write_text(page, render_html(markdown, "dml-bench reproduction"))
+    write_text(page, render_html(markdown, "dml-bench reproduction", root=results_root))
     return md, page, entries
 
 

@@ -15,6 +15,7 @@ import datetime as dt
 import json
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -22,10 +23,13 @@ import yaml
 
 from ..common.safe_write import write_text
 from ..errors import DMLBenchError, warn
-from ..experiment.config import ConfigError, Experiment, load_config
+from ..experiment.config import ConfigError, load_config
+from ..experiment.sections import DEFAULT_PLACE, DataPlace, Experiment
+from ..experiment.kinds import task_kind
 from ..registry import Registry, describe
 from ..report.knn import PRECISE_SUFFIX, dataset_points
 from ..run.results import RunStore
+from ..run.runner import EVERY_TASK, Selection
 
 TARGETS_FILE = Path(__file__).parent / "targets.yaml"
 RUN_RECORD = "reproduce.json"
@@ -146,15 +150,17 @@ def config_target(target: Target, targets: Registry) -> Target:
 
 
 def target_experiment(target: Target, targets: Registry, quick: bool = False,
-                  root: Path = Path("."), precise: bool = False) -> Experiment | None:
+                      root: Path = Path("."), precise: bool = False,
+                      overrides: Sequence[str] = ()) -> Experiment | None:
     """The (validated) experiment of a target; None for targets without a config.
 
     ``quick``: its reduced version (:func:`quick_version`); ``precise``: its precise companion
-    (:func:`precise_version`)."""
+    (:func:`precise_version`); ``overrides``: ``key.path=value`` settings of its config
+    (:func:`~dml_bench.experiment.config.apply_overrides`)."""
     source = config_target(target, targets)
     if source.config is None:
         return None
-    exp = load_config(root / source.config, check_data=False)
+    exp = load_config(root / source.config, check_data=False, overrides=overrides)
     if quick and precise:
         raise TargetUnavailable(f"{target.id}: choose one of the quick and the precise version")
     if precise:
@@ -169,10 +175,10 @@ def quick_version(exp: Experiment, quick: dict) -> Experiment:
         raise TargetUnavailable(f"{exp.name} has no quick version (no `quick:` in targets.yaml)")
     datasets = [d for d in exp.datasets if d.label in quick.get("datasets", [d.label])]
     solvers = [s for s in exp.solvers if s.label in quick.get("solvers", [s.label])]
-    n_splits = quick.get("n_splits", exp.n_splits)
+    n_splits = quick.get("n_splits", exp.split.n_splits)
     datasets = [replace(d, n_splits=min(d.n_splits or n_splits, n_splits)) for d in datasets]
     return replace(exp, name=f"{exp.name}_quick", datasets=tuple(datasets),
-                   solvers=tuple(solvers), n_splits=n_splits)
+                   solvers=tuple(solvers), split=replace(exp.split, n_splits=n_splits))
 
 
 def precise_version(exp: Experiment, precise: dict) -> Experiment:
@@ -207,19 +213,22 @@ def precise_version(exp: Experiment, precise: dict) -> Experiment:
     if not datasets:
         raise TargetUnavailable(f"{exp.name}: no data set with fewer than {max_n} points")
     return replace(exp, name=f"{exp.name}{PRECISE_SUFFIX}", datasets=tuple(datasets),
-                   solvers=solvers, n_splits=n_splits)
+                   solvers=solvers, split=replace(exp.split, n_splits=n_splits))
 
 
-def availability(target: Target, exp: Experiment | None, mirror=None, cache_dir=None,
+def availability(target: Target, exp: Experiment | None, data: DataPlace = DEFAULT_PLACE,
                  fetch: bool = False) -> str | None:
     """Why ``target`` cannot run here (None when it can).
 
-    Checks ``unsupported``, then the ``requires`` datasets; with ``fetch`` a dataset missing
-    locally is fetched (network), otherwise only local availability (mirror, cache, bundled,
-    generated) counts. Datasets of the config that are missing only skip their rows.
+    Checks ``unsupported``, then the ``requires`` datasets and the data the experiment's task
+    kind reads beyond them (:attr:`~dml_bench.experiment.kind.TaskKind.data_problem`); with
+    ``fetch`` a dataset missing locally is fetched (network), otherwise only local availability
+    (mirror, cache, bundled, generated) counts. Datasets of the config that are missing only
+    skip their rows.
     """
     from ..datasets import DataNotAvailable, dataset_status, load_dataset
 
+    mirror, cache_dir = data.mirror, data.cache_dir
     missing = []
     for name in target.requires:
         if fetch:
@@ -229,11 +238,8 @@ def availability(target: Target, exp: Experiment | None, mirror=None, cache_dir=
                 missing.append(f"{name} ({exc})")
         elif dataset_status(name, mirror=mirror, cache_dir=cache_dir) == "network needed":
             missing.append(f"{name} (not in the mirror or cache; {_how_to_get(name)})")
-    if exp is not None and exp.task == "verification":  # its data: the LFW-SIFT file, ...
-        from ..experiment.verification_tasks import data_problem
-
-        problem = data_problem(exp, mirror, cache_dir, load=fetch)
-        missing += [problem] if problem else []
+    problem = exp is not None and task_kind(exp).data_problem(exp, data, load=fetch)
+    missing += [problem] if problem else []
     reasons = []
     if missing:
         reasons.append("data not available: " + "; ".join(missing))
@@ -256,59 +262,71 @@ def _how_to_get(name: str) -> str:
             f"format: docs/reproducing.md, User-supplied data, or the message of `dmlbench fetch {name}`")
 
 
-def reproduce(target_id: str, *, quick: bool = False, results_root: Path | str = "results",
-              mirror=None, cache_dir=None, n_jobs: int | None = None, force: bool = False,
-              progress=None, echo=print, root: Path = Path("."), datasets=None,
-              solvers=None, supersede: bool = False, precise: bool = False) -> dict:
+def reproduce(target_id: str, *, results_root: Path | str = "results", version: str = "headline",
+              data: DataPlace = DEFAULT_PLACE, select: Selection = EVERY_TASK,
+              overrides: Sequence[str] = (), progress=None, echo=print) -> dict:
     """Run one target and write its report; returns the run record (also ``reproduce.json``).
 
-    ``datasets`` and ``solvers`` (labels) run part of the target; the report lists the tasks
-    still to run. ``supersede`` as in :func:`~dml_bench.run.runner.run_experiment`. ``precise``
-    runs the target's precise companion (:func:`precise_version`) into
-    ``results/<name>_precise`` and then rewrites the headline's report, whose comparisons
-    gain its columns (:func:`~dml_bench.report.knn.add_precise_columns`).
+    Parameters
+    ----------
+    target_id, results_root
+        The target (``dmlbench reproduce`` lists them) and the parent of its results folder.
+    version : {"headline", "quick", "precise"}
+        The target's own config, its reduced version (:func:`quick_version`), or its precise
+        companion (:func:`precise_version`), run into ``results/<name>_precise`` before the
+        headline's report is rewritten with its columns
+        (:func:`~dml_bench.report.knn.add_precise_columns`).
+    data : DataPlace
+        The data mirror and the datasets' cache.
+    select : Selection
+        The dataset and solver labels to run (the report lists the tasks still to run), and
+        ``force`` / ``supersede`` as in :func:`~dml_bench.run.runner.run_experiment`.
+    overrides : sequence of str
+        ``key.path=value`` settings of the target's config
+        (:func:`~dml_bench.experiment.config.apply_overrides`; ``execution.n_jobs=2``...).
+    progress, echo
+        The progress bar and the messages, as in :func:`~dml_bench.run.runner.run_experiment`.
 
     Raises
     ------
     TargetUnavailable
         With the reason, when the target cannot run here.
     """
-    from ..report.knn import write_report
+    from ..report.kind import write_report
     from ..run.runner import run_experiment
 
     targets = load_targets()
     target = targets[target_id]
+    quick, precise = version == "quick", version == "precise"
     if precise and (target.function or target.same_runs):
         raise TargetUnavailable(f"{target_id} has no precise version (it runs no splits of its "
                                 "own)")
-    exp = (target_experiment(target, targets, quick, root, precise=precise)
+    exp = (target_experiment(target, targets, quick, precise=precise, overrides=overrides)
            if not target.unsupported else None)
     source = config_target(target, targets)
-    reason = availability(target, exp, mirror, cache_dir, fetch=True) or (
-        availability(source, exp, mirror, cache_dir, fetch=True)
+    reason = availability(target, exp, data, fetch=True) or (
+        availability(source, exp, data, fetch=True)
         if source.function and source is not target else None)
     if reason:
         raise TargetUnavailable(f"{target_id}: {reason}")
     if source.function:  # the function target's run (a same_runs target reruns its source)
-        if datasets or solvers:
+        if select.datasets or select.solvers:
             raise TargetUnavailable(f"{target_id} has no datasets or solvers to choose from")
         return _run_function(source, Path(results_root), quick)
-    if n_jobs is not None:
-        exp = replace(exp, n_jobs=n_jobs)
     out_dir = Path(results_root) / exp.name
-    prior = 0 if force else len(RunStore(out_dir).finished())
+    prior = 0 if select.force else len(RunStore(out_dir).finished())
     # an earlier run's rows, or an interrupted run's tuning fits, are work this run continues
-    resumed = not force and (prior > 0 or _previous(out_dir, target_id).get("interrupted", False))
+    resumed = not select.force and (prior > 0 or _previous(out_dir, target_id).get("interrupted", False))
     start, wall = dt.datetime.now(dt.timezone.utc), time.perf_counter()
     record = {"target": target_id, "experiment": exp.name, "quick": quick,
               **({"precise": True} if precise else {}),
-              "started_at": start.isoformat(timespec="seconds"), "n_jobs": exp.n_jobs,
-              "cpu_count": os.cpu_count(), "datasets": list(datasets) if datasets else "all",
-              "solvers": list(solvers) if solvers else "all"}
+              "started_at": start.isoformat(timespec="seconds"), "n_jobs": exp.execution.n_jobs,
+              "cpu_count": os.cpu_count(),
+              "datasets": list(select.datasets) if select.datasets else "all",
+              "solvers": list(select.solvers) if select.solvers else "all"}
     try:
-        summary = run_experiment(exp, results_root, mirror=mirror, cache_dir=cache_dir,
-                                 force=force, progress=progress, echo=echo, datasets=datasets,
-                                 solvers=solvers, supersede=supersede)
+        summary = run_experiment(exp, results_root, data=data, select=select, progress=progress,
+                                 echo=echo)
     except (KeyboardInterrupt, SystemExit):  # the rows written so far are kept: so is their time
         ran = len(RunStore(out_dir).finished()) - prior
         record.update(wall_seconds=round(time.perf_counter() - wall, 1), tasks=None, ran=ran,

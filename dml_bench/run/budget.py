@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 from ..errors import BoardError, DMLBenchError
-from ..experiment.config import Experiment, parse_config
+from ..experiment.config import parse_config
+from ..experiment.sections import DataPlace, Experiment
 from .results import log_segments, log_stamp
 
 OVER_BUDGET = "a fit ran over the {:g} s budget"
@@ -244,7 +245,7 @@ def _cell_main(payload: str) -> int:  # pragma: no cover - runs in the child pro
 
     ``payload``: the JSON arguments :func:`run_cells` writes to the child's stdin."""
     from .progress import task_progress
-    from .runner import run_experiment
+    from .runner import Selection, run_experiment
 
     args = json.loads(payload)
     exp = parse_config(args["experiment"], source=args["source"], check_data=False)
@@ -254,11 +255,11 @@ def _cell_main(payload: str) -> int:  # pragma: no cover - runs in the child pro
               file=sys.stderr, flush=True)
         try:
             run_experiment(exp, args["results_root"],
-                           mirror=os.environ.get("DMLBENCH_DATA_MIRROR"),
-                           cache_dir=os.environ.get("DMLBENCH_CACHE"),
+                           data=DataPlace(os.environ.get("DMLBENCH_DATA_MIRROR"),
+                                          os.environ.get("DMLBENCH_CACHE")),
+                           select=Selection([dataset], [solver], supersede=args["supersede"]),
                            echo=lambda m: print(m, file=sys.stderr, flush=True),
-                           progress=task_progress(f"{exp.name}: {dataset} × {solver}"),
-                           datasets=[dataset], solvers=[solver], supersede=args["supersede"])
+                           progress=task_progress(f"{exp.name}: {dataset} × {solver}"))
         except DMLBenchError as exc:
             print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
             return 2

@@ -1,7 +1,6 @@
 """Executing tasks: claims, parallel backends, rows of failed tasks.
 
-The machinery every kind of experiment (k-NN: :mod:`dml_bench.run.runner`; pair verification:
-:mod:`dml_bench.run.verification`) runs its tasks with: each task is dispatched once this run
+The machinery the runner (:mod:`dml_bench.run.runner`) runs the tasks of every kind with: each task is dispatched once this run
 holds its claim (:class:`~dml_bench.run.results.TaskClaims`), sequentially, by joblib or on a dask
 cluster, and yields its row as it finishes; a task that raises yields an ``errors.csv`` row.
 
@@ -204,16 +203,16 @@ def open_logs(exp, results_root: str | Path,
     return store, tuning
 
 
-def set_aside_stale(name: str, store: RunStore, tuning: RunStore, task_ids: set,
-                    tuning_ids: set, *, supersede: bool, force: bool,
-                    echo: Callable[[str], None]) -> None:
-    """Finished rows of tasks the config no longer has (ids not in ``task_ids`` /
-    ``tuning_ids``): refuse to run (:class:`~dml_bench.errors.RunRefused`, see
-    :func:`supersede_refusal`) unless ``supersede`` or ``force``, which move them to the
-    stores' ``*_superseded.csv``."""
+def set_aside_stale(name: str, logs: tuple[RunStore, RunStore], ids: tuple[set, set], *,
+                    supersede: bool, echo: Callable[[str], None]) -> None:
+    """Finished rows of tasks the config no longer has (ids not in ``ids``, the task ids of the
+    ``runs`` and ``tuning`` logs of ``logs``): refuse to run
+    (:class:`~dml_bench.errors.RunRefused`, see :func:`supersede_refusal`) unless ``supersede``
+    (``--supersede`` or ``--force``), which moves them to the stores' ``*_superseded.csv``."""
+    (store, tuning), (task_ids, tuning_ids) = logs, ids
     stale = store.finished() - task_ids
     stale_tuning = tuning.finished() - tuning_ids
-    if (stale or stale_tuning) and not (supersede or force):
+    if (stale or stale_tuning) and not supersede:
         raise RunRefused(supersede_refusal(name, store, stale, stale_tuning))
     if stale:
         store.archive(stale)
@@ -244,14 +243,26 @@ def rows_saved(summary: RunSummary, total: int):
         raise SchedulerLost(exc.address, exc.reason, (summary.ran, total)) from None
 
 
-def land_rows(fn: Callable, work: list, into: RunStore, *, n_jobs: int, backend: str,
-              claims: TaskClaims, require_timing: bool, record: Callable[[dict], None],
-              bar=None, echo: Callable[[str], None] | None = None) -> int:
+@dataclass
+class Landing:
+    """Where a run lands its rows: its workers and backend, the results folder's claims, a
+    progress bar (advanced by every task, ``update(n)``) and where messages go."""
+
+    n_jobs: int
+    backend: str
+    claims: TaskClaims
+    bar: object = None
+    echo: Callable[[str], None] | None = None
+
+
+def land_rows(fn: Callable, work: list, into: RunStore, landing: Landing, *,
+              require_timing: bool, record: Callable[[dict], None]) -> int:
     """Run ``work`` and ``record`` each row as it comes: first the tasks no other run has
     claimed, then, waiting for their claims, those another run held (it may have died or failed
     them); tasks another run finished (rows in ``into``) are not rerun. Before waiting, says
-    so once through ``echo``. Advances ``bar`` by the whole of ``work`` and returns how many
-    rows landed here."""
+    so once through ``landing.echo``. Advances ``landing.bar`` by the whole of ``work`` and
+    returns how many rows landed here."""
+    bar, echo = landing.bar, landing.echo
     finished = finished_reader(into, require_timing=require_timing)
     deferred, landed = [], 0
     for wait, batch in ((False, work), (True, deferred)):
@@ -261,8 +272,7 @@ def land_rows(fn: Callable, work: list, into: RunStore, *, n_jobs: int, backend:
             if held:
                 echo(f"waiting for {held} task{'' if held == 1 else 's'} that another run on "
                      "this folder is running")
-        for row in execute(fn, batch, n_jobs, backend, claims, finished, wait=wait,
-                           deferred=deferred):
+        for row in execute(fn, batch, landing, finished, wait=wait, deferred=deferred):
             record(row)
             landed += 1
             if STOP_SIGNALS:
@@ -288,8 +298,8 @@ def finished_reader(store: RunStore, require_timing: bool) -> Callable[[], set]:
     return finished
 
 
-def execute(fn: Callable, tasks: list, n_jobs: int, backend: str, claims: TaskClaims,
-            finished: Callable[[], set], *, wait: bool, deferred: list) -> Iterable[dict]:
+def execute(fn: Callable, tasks: list, landing: Landing, finished: Callable[[], set], *,
+            wait: bool, deferred: list) -> Iterable[dict]:
     """Yield ``fn(task, BLAS_THREADS)`` rows as tasks finish (unordered), with the backend
     (inside :func:`execution_backend`, which holds the dask client for the whole run).
 
@@ -301,6 +311,7 @@ def execute(fn: Callable, tasks: list, n_jobs: int, backend: str, claims: TaskCl
     """
     if not tasks:
         return
+    n_jobs, backend, claims = landing.n_jobs, landing.backend, landing.claims
     held = {}
 
     def claimed():  # consumed lazily, by joblib's dispatching thread in the parallel case

@@ -1,8 +1,11 @@
-"""Run an experiment: one task per (dataset, split, solver), in parallel, resumable.
+"""Run an experiment: its tasks in parallel, resumable, whatever their kind.
 
-Data flow of a task (:mod:`dml_bench.experiment.knn`): dataset (+ subsample) → split → preprocessing
-fitted on the training part → constraints from the training part only → solver fit → k-NN error
-on the test part → one row; the tasks run by :mod:`dml_bench.run.execution`. Seeds derive from
+The kind of an experiment (``evaluation.task``) says what a task is (:class:`~.kind.RunKind`):
+for k-NN classification (:mod:`dml_bench.run.knn`) one (dataset, split, solver), whose data
+flow is dataset (+ subsample) → split → preprocessing fitted on the training part →
+constraints from the training part only → solver fit → k-NN error on the test part → one row;
+for pair verification (:mod:`dml_bench.run.verification`) one (dataset, solver, test fold). The
+tasks run by :mod:`dml_bench.run.execution`. Seeds derive from
 (experiment seed, dataset, split) only, so results do not depend on ``n_jobs`` or task order.
 Each worker pins BLAS to ``blas_threads`` threads (threadpoolctl): on small GEMMs threaded BLAS
 inside parallel workers was measured ~30× slower on 2-core machines.
@@ -20,94 +23,73 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-from threadpoolctl import threadpool_limits
-
-from .. import __version__
-from ..evaluate import model_error, spectrum_counts
-from ..experiment.config import Experiment
-from ..experiment.knn import Task, all_tasks, fit_task_solver, plan, prepare_split
-from .execution import (BLAS_THREADS, RunSummary, check_labels, cpu_model, execution_backend,
-                        failure_row, group_skipped, land_rows, open_logs, rows_saved,
-                        set_aside_stale, utc_now)
+from ..experiment.sections import DEFAULT_PLACE, DataPlace, Experiment
+from . import knn, retrieval, verification
+from .execution import (Landing, RunSummary, check_labels, execution_backend, failure_row,
+                        group_skipped, land_rows, open_logs, rows_saved, set_aside_stale)
+from .kind import RunKind
 from .results import RunStore, TaskClaims
-from .tuning import TuningIncomplete, run_tune_task, tune_tasks, with_choice
+from .tuning import TuningIncomplete
+
+#: the run of each task kind, by ``evaluation.task``
+RUN_KINDS: dict[str, RunKind] = {"knn": knn.KIND, "verification": verification.KIND,
+                                  "retrieval": retrieval.KIND}
 
 
-def run_task(task: Task, blas_threads: int = BLAS_THREADS, n_jobs: int = 1,
-             timing_mode: bool = False) -> dict:
-    """Fit and evaluate one task; returns its ``runs.csv`` row, or an error row on failure."""
-    try:
-        with threadpool_limits(limits=blas_threads):
-            X_train, y_train, X_test, y_test, constraints, c_time, split_seed = prepare_split(task)
-            if task.solver.tune and not task.tuned:
-                raise TuningIncomplete("the task's tune: block has not been resolved")
-            solver, wall, cpu = fit_task_solver(task, X_train, y_train, constraints)
-            error = model_error(solver, X_train, y_train, X_test, y_test, task.knn_k,
-                                task.tie_break)
-            sparsity = (spectrum_counts(solver.components_) if hasattr(solver, "components_")
-                        else (None, None))
-    except Exception as exc:  # one broken task must not take the experiment down
-        return failure_row(task, exc)
-    return {
-        "task_id": task.task_id, "experiment": task.experiment, "dataset": task.dataset.label,
-        "split": task.split, "seed": split_seed, "solver": task.solver.name,
-        "label": task.solver.label, "solver_params": json.dumps(task.solver_params(), sort_keys=True),
-        "preprocessing": json.dumps({**task.dataset.preprocessing.to_dict(),
-                                     "n_samples": task.dataset.n_samples}, sort_keys=True),
-        "constraints": json.dumps({"generator": task.generator, **dict(task.generator_params)}),
-        "n_train": len(y_train), "n_test": len(y_test), "n_features": X_train.shape[1],
-        "n_classes": len(np.unique(y_train)), **constraints.counts(), "knn_k": task.knn_k,
-        "tie_break": task.tie_break, "error": error, "fit_time": wall, "fit_cpu_time": cpu,
-        "constraint_time": c_time, "n_iter": getattr(solver, "n_iter_", None),
-        "objective": getattr(solver, "objective_", None),
-        "converged": getattr(solver, "converged_", None),
-        "optimality": getattr(solver, "optimality_", None),
-        "optimality_measure": getattr(solver, "optimality_measure", ""),
-        "n_nonzero_eigenvalues": sparsity[0], "n_features_90_energy": sparsity[1],
-        "tuned_params": json.dumps(dict(task.tuned), sort_keys=True) if task.tuned else "",
-        "tuning_error": task.tuning_error, "tuning_time": task.tuning_time,
-        "blas_threads": blas_threads,
-        "n_jobs": n_jobs, "timing_mode": timing_mode, "dmlbench_version": __version__,
-        "cpu_model": cpu_model(), "finished_at": utc_now(),
-        **({"_trace": getattr(solver, "trace_", {})} if task.save_traces else {}),
-    }
+@dataclass(frozen=True)
+class Selection:
+    """What a run does of an experiment's tasks.
+
+    Attributes
+    ----------
+    datasets, solvers : sequence of str, optional
+        Run only the tasks of these dataset / solver labels (the rest of the config stays as it
+        is, so a later run of the other labels completes the same results folder).
+    force : bool
+        Recompute tasks already in ``runs.csv``.
+    supersede : bool
+        Move the rows of finished tasks that the config no longer contains (a changed setting or
+        default, or an edited data file outside the catalogue, changes a task's id) to
+        ``runs_superseded.csv`` / ``tuning_superseded.csv``. Without it (or ``force``) such a run
+        is refused before any work, naming the rows.
+    """
+
+    datasets: Sequence[str] | None = None
+    solvers: Sequence[str] | None = None
+    force: bool = False
+    supersede: bool = False
+
+
+#: every task of the experiment, finished ones kept
+EVERY_TASK = Selection()
 
 
 def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
-                   mirror: str | None = None, cache_dir: str | None = None, force: bool = False,
+                   data: DataPlace = DEFAULT_PLACE, select: Selection = EVERY_TASK,
                    progress: Callable[[int], contextlib.AbstractContextManager] | None = None,
-                   echo: Callable[[str], None] = print,
-                   datasets: Sequence[str] | None = None,
-                   solvers: Sequence[str] | None = None, supersede: bool = False) -> RunSummary:
+                   echo: Callable[[str], None] = print) -> RunSummary:
     """Run every unfinished task of ``exp`` and append its row to ``results/<name>/runs.csv``.
 
     Parameters
     ----------
     exp : Experiment
-        Validated config; ``exp.n_jobs``, ``exp.backend`` and ``exp.timing`` choose the execution.
-        With ``timing`` the tasks run one after the other (parallel workers distort timings) and
-        earlier rows not produced in timing mode are recomputed.
+        Validated config; its ``execution`` section chooses the workers and the backend. With
+        ``execution.timing`` the tasks run one after the other (parallel workers distort
+        timings) and earlier rows not produced in timing mode are recomputed.
     results_root : path
         Parent folder of the experiment's results folder.
-    force : bool
-        Recompute tasks already in ``runs.csv``.
+    data : DataPlace
+        The data mirror and the datasets' cache.
+    select : Selection
+        The labels to run, and whether finished or superseded rows are recomputed.
     progress : callable, optional
         ``progress(total)`` returns a context manager with an ``update(n)`` method (a bar).
-    datasets : sequence of str, optional
-        Run only the tasks of these dataset labels (the rest of the config stays as it is, so a
-        later run of the other labels completes the same results folder).
-    solvers : sequence of str, optional
-        Likewise, run only the tasks of these solver labels.
-    supersede : bool
-        Move the rows of finished tasks that the config no longer contains (a changed setting or
-        default, or an edited data file outside the catalogue, changes a task's id) to
-        ``runs_superseded.csv`` / ``tuning_superseded.csv``.
-        Without it (or ``force``) such a run is refused before any work, naming the rows.
+    echo : callable
+        Where the run's messages go.
 
     Returns
     -------
@@ -116,9 +98,9 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
     Raises
     ------
     UnknownNameError
-        When a label of ``datasets`` or ``solvers`` is not one of the config's.
+        When a label of ``select`` is not one of the config's.
     NothingSelected
-        When ``datasets`` and ``solvers`` together select no task.
+        When ``select.datasets`` and ``select.solvers`` together select no task.
     RunRefused
         When finished rows would be superseded without ``supersede`` or ``force``.
     UnsafeLog
@@ -128,55 +110,45 @@ def run_experiment(exp: Experiment, results_root: str | Path = "results", *,
         saved; the rows before are on disk and the next run resumes from them.
     SchedulerLost
         When the dask scheduler is lost mid-run, likewise.
-
-    Notes
-    -----
-    An experiment with ``evaluation: {task: verification}`` runs its (dataset, solver, test fold)
-    tasks the same way, by :func:`~dml_bench.run.verification.run_verification_experiment`.
     """
-    if exp.task == "verification":
-        from .verification import run_verification_experiment
-
-        return run_verification_experiment(
-            exp, results_root, mirror=mirror, cache_dir=cache_dir, force=force, progress=progress,
-            echo=echo, datasets=datasets, solvers=solvers, supersede=supersede)
-    labels = check_labels(exp, datasets, solvers)
-    store, tuning = open_logs(exp, results_root)
-    tasks, skipped = _selected_tasks(exp, mirror, cache_dir, datasets, solvers, labels, echo)
-    every = list(all_tasks(exp, mirror, cache_dir))
-    set_aside_stale(exp.name, store, tuning, {t.task_id for t in every},
-                    {tt.task_id for t in every for tt in tune_tasks(t)},
-                    supersede=supersede, force=force, echo=echo)
-    todo = _unfinished(tasks, store, force, exp.timing)
-    tune_todo = _tuning_todo(tuning, todo, force)
+    kind = RUN_KINDS[exp.kind]
+    labels = check_labels(exp, select.datasets, select.solvers)
+    store, tuning = open_logs(exp, results_root, kind.columns(exp))
+    every, tasks, skipped = kind.plan(exp, data, echo)
+    tasks, skipped = _selected(tasks, skipped, select, labels, echo)
+    set_aside_stale(exp.name, (store, tuning), ({t.task_id for t in every},
+                    {tt.task_id for t in every for tt in kind.tuning_tasks(t)}),
+                    supersede=select.supersede or select.force, echo=echo)
+    timing = exp.execution.timing and kind.timed
+    todo = _unfinished(tasks, store, select.force, timing)
+    tune_todo = _tuning_todo(kind, tuning, todo, select.force)
     summary = RunSummary(total=len(tasks), done_before=len(tasks) - len(todo), skipped=skipped)
     if summary.done_before:
         echo(f"{summary.done_before} of {len(tasks)} tasks already in {store.runs}; "
              "running the rest (--force recomputes)")
     if tune_todo:
-        echo(f"{len(tune_todo)} tuning fits (tune: blocks), each dataset's before its final fits, "
+        echo(f"{len(tune_todo)} tuning fits (tune: blocks), each group's before its final fits, "
              f"logged to {tuning.runs}")
-    _run_by_dataset(exp, todo, tune_todo, store, tuning, summary, progress=progress, echo=echo)
+    _run_by_group(exp, kind, (todo, tune_todo), (store, tuning), summary,
+                  progress=progress, echo=echo)
     return summary
 
 
-def _selected_tasks(exp: Experiment, mirror, cache_dir, datasets, solvers, labels,
-                    echo) -> tuple[list[Task], list]:
-    """The planned tasks and skipped cells of the selected ``datasets`` and ``solvers`` labels
-    (all when None); the skipped cells are reported, grouped by reason."""
-    tasks, skipped = plan(exp, mirror, cache_dir)
-    if datasets:
-        tasks = [t for t in tasks if t.dataset.label in datasets]
-        skipped = [s for s in skipped if s[0] in datasets]
-    if solvers:
-        tasks = [t for t in tasks if t.solver.label in solvers]
-        skipped = [s for s in skipped if s[1] in solvers]
+def _selected(tasks: list, skipped: list, select: Selection, labels: list,
+              echo) -> tuple[list, list]:
+    """The tasks and skipped cells of the selected dataset and solver labels (all when None);
+    the skipped cells are reported, grouped by reason."""
+    datasets, solvers = select.datasets, select.solvers
+    tasks = [t for t in tasks if (not datasets or t.dataset.label in datasets)
+             and (not solvers or t.solver.label in solvers)]
+    skipped = [s for s in skipped if (not datasets or s[0] in datasets)
+               and (not solvers or s[1] in solvers)]
     for reason, cells in group_skipped(skipped, labels).items():
         echo(f"skipped {', '.join(cells)}: {reason}")
     return tasks, skipped
 
 
-def _unfinished(tasks: list[Task], store: RunStore, force: bool, timing: bool) -> list[Task]:
+def _unfinished(tasks: list, store: RunStore, force: bool, timing: bool) -> list:
     """The tasks to run: those without a row (every one with ``force``; with ``timing`` also
     those whose row is not from a timing run), their present rows dropped."""
     present = store.finished()
@@ -188,73 +160,75 @@ def _unfinished(tasks: list[Task], store: RunStore, force: bool, timing: bool) -
     return todo
 
 
-def _run_by_dataset(exp: Experiment, todo: list[Task], tune_todo: list, store: RunStore,
-                    tuning: RunStore, summary: RunSummary, *, progress, echo) -> None:
-    """Run ``todo`` dataset by dataset (config order): its tuning fits, then its final fits, so
-    the rows of a dataset land as soon as its own tuning is done."""
-    n_jobs = 1 if exp.timing else exp.n_jobs
-    backend = "sequential" if exp.timing else exp.backend
-    bar = progress(len(todo) + len(tune_todo)) if progress else contextlib.nullcontext()
-    fit = functools.partial(run_task, n_jobs=n_jobs, timing_mode=exp.timing)
-    claims = TaskClaims(store.dir)
-    with rows_saved(summary, len(todo)), bar as b, \
-            execution_backend(backend, exp.scheduler, n_jobs):
-
-        def land(fn, work: list, into: RunStore, count: bool = True):
-            """Run ``work`` (:func:`~dml_bench.run.execution.land_rows`); tasks another run
-            finished are counted, not rerun."""
-            landed = land_rows(fn, work, into, n_jobs=n_jobs, backend=backend, claims=claims,
-                               require_timing=exp.timing and into is store, bar=b, echo=echo,
-                               record=lambda row: _record(into, row, summary, echo, count=count))
-            if count:
-                summary.elsewhere += len(work) - landed
-
-        for dataset in dict.fromkeys(t.dataset.label for t in todo):
-            land(run_tune_task, [tt for tt in tune_todo if tt.task.dataset.label == dataset],
-                 tuning, count=False)
-            final, failed = _resolve_tuning([t for t in todo if t.dataset.label == dataset],
-                                            tuning)
-            for row in failed:
-                _record(store, row, summary, echo)
-            land(fit, final, store)
-
-
-def _tuning_todo(tuning: RunStore, todo: list[Task], force: bool) -> list:
-    """Tuning fits still needed by ``todo``; with ``force`` ``todo``'s fits are redone."""
-    needed = [tt for t in todo for tt in tune_tasks(t)]
+def _tuning_todo(kind: RunKind, tuning: RunStore, todo: list, force: bool) -> list:
+    """Tuning fits still needed by ``todo``, each once (tasks may share them); with ``force``
+    ``todo``'s fits are redone."""
+    needed = list({tt.task_id: tt for t in todo for tt in kind.tuning_tasks(t)}.values())
     if force:
         tuning.drop({tt.task_id for tt in needed})
     done = tuning.finished()
     return [tt for tt in needed if tt.task_id not in done]
 
 
-def _resolve_tuning(todo: list[Task], tuning: RunStore) -> tuple[list[Task], list[dict]]:
-    """Fill in the chosen parameters of tasks with a ``tune:`` block; failures as error rows."""
-    rows = tuning.read() if any(t.solver.tune for t in todo) else None
-    final, failed = [], []
-    for task in todo:
-        if not task.solver.tune:
-            final.append(task)
-            continue
+def _run_by_group(exp: Experiment, kind: RunKind, work: tuple[list, list],
+                  logs: tuple[RunStore, RunStore], summary: RunSummary, *, progress,
+                  echo) -> None:
+    """Run the final tasks and tuning fits of ``work`` group by group (:attr:`RunKind.group`,
+    in plan order): a group's tuning fits, then its final fits, so the rows of a group land as
+    soon as its own tuning is done."""
+    (todo, tune_todo), (store, tuning) = work, logs
+    timing = exp.execution.timing and kind.timed
+    n_jobs = 1 if timing else exp.execution.n_jobs
+    backend = "sequential" if timing else exp.execution.backend
+    bar = progress(len(todo) + len(tune_todo)) if progress else contextlib.nullcontext()
+    fit = functools.partial(kind.run_task, n_jobs=n_jobs, timing_mode=timing)
+    record = functools.partial(_record, kind, store, summary, echo)
+    with rows_saved(summary, len(todo)), bar as b, \
+            execution_backend(backend, exp.execution.scheduler, n_jobs):
+        landing = Landing(n_jobs, backend, TaskClaims(store.dir), b, echo)
+
+        def land(fn, tasks: list, into: RunStore, count: bool = True):
+            """Run ``tasks`` (:func:`~dml_bench.run.execution.land_rows`); tasks another run
+            finished are counted, not rerun."""
+            landed = land_rows(fn, tasks, into, landing, require_timing=timing and into is store,
+                               record=lambda row: record(into, row, count=count))
+            if count:
+                summary.elsewhere += len(tasks) - landed
+
+        for group in dict.fromkeys(kind.group(t) for t in todo):
+            land(kind.run_tuning_task, [tt for tt in tune_todo if kind.group(tt) == group],
+                 tuning, count=False)
+            final = [t for t in todo if kind.group(t) == group]
+            land(fit, _resolved(kind, final, tuning, lambda row: record(store, row)), store)
+
+
+def _resolved(kind: RunKind, tasks: list, tuning: RunStore, record) -> list:
+    """``tasks`` with their ``tune:`` choices filled in (in the kind's order); a task whose
+    tuning is incomplete is recorded as failed instead."""
+    if kind.order is not None:
+        tasks = sorted(tasks, key=kind.order)
+    rows = tuning.read() if any(t.solver.tune for t in tasks) else None
+    final = []
+    for task in tasks:
         try:
-            final.append(with_choice(task, rows))
+            final.append(kind.resolve(task, rows) if task.solver.tune else task)
         except TuningIncomplete as exc:
-            failed.append(failure_row(task, exc))
-    return final, failed
+            record(failure_row(task, exc))
+    return final
 
 
-def _record(store: RunStore, row: dict, summary: RunSummary, echo, count: bool = True) -> None:
-    """Append a finished row to ``store``, or a failed one to ``errors.csv`` (and say so); the
-    row counts as run once it is on disk."""
-    trace = row.pop("_trace", None)
-    if row.pop("_failed", False):
-        store.append_error(row)
+def _record(kind: RunKind, store: RunStore, summary: RunSummary, echo, into: RunStore,
+            row: dict, count: bool = True) -> None:
+    """Append a finished row to ``into``, or a failed one to its ``errors.csv`` (and say so);
+    the row's side data are written first (:attr:`RunKind.save_extra`). A row counts as run
+    once it is on disk."""
+    extra = {key: row.pop(key) for key in [k for k in row if k.startswith("_")]}
+    if extra.pop("_failed", False):
+        into.append_error(row)
         summary.failed += 1
-        echo(f"\nFAILED {row['dataset']} split {row['split']} {row['label']}: {row['message']}")
-    else:
-        if trace is not None:  # before the row: a row in runs.csv means its trace is there
-            store.write_trace(row["task_id"], trace)
-        store.append(row)
-        summary.ran += count
-
-
+        echo(f"\nFAILED {row['dataset']} {kind.unit} {row['split']} {row['label']}: "
+             f"{row['message']}")
+        return
+    kind.save_extra(store, row["task_id"], extra)
+    into.append(row)
+    summary.ran += count

@@ -68,7 +68,8 @@ def run_tune_task(tt: TuneTask, blas_threads: int = 1) -> dict:
                 wall = time.perf_counter()
                 solver.fit(X_fit, y_fit, constraints=constraints)
                 wall = time.perf_counter() - wall
-            error = model_error(solver, X_fit, y_fit, X_eval, y_eval, task.knn_k, task.tie_break)
+            error = model_error(solver, X_fit, y_fit, X_eval, y_eval, task.evaluation.knn_k,
+                                task.evaluation.tie_break)
     except Exception as exc:
         row = failure_row(task, exc)
         row["task_id"] = tt.task_id

@@ -18,17 +18,23 @@ from ..registry import Registry, check_solver
 from .base import MetricLearner
 from .baselines import LDA, LDML, NCA, RCA, PCAMetric
 from .boostmetric import BoostMetric
+from .covariance import Covariance
 from .dml_eig import DMLEig
 from .elm import KernelELM
 from .euclidean import Euclidean
 from .frobmetric import FrobMetric, solve_frobenius_sdp
 from .itml import ITML
+from .lfda import LFDA
 from .lmnn import LMNN
 from .lmnn_eig import LMNNEig
 from .lowrank_dense import LowRankFW, LowRankGD, LowRankSGD, LowRankSGDBatch, LowRankSGDOne
 from .lowrank_sgd import SGDIncSVD
+from .lsml import LSML
 from .mdml import MDML
+from .mlkr import MLKR
 from .pola import POLA
+from .scml import SCML
+from .sdml import SDML
 from .sdpmetric import SDPMetric
 from .svm import SVM
 from .xing import Xing
@@ -61,9 +67,15 @@ SOLVERS.register("sgd", LowRankSGD)
 SOLVERS.register("sgd_batch", LowRankSGDBatch)
 SOLVERS.register("fw", LowRankFW)
 SOLVERS.register("sgd_one", LowRankSGDOne)
+SOLVERS.register("lfda", LFDA)
+SOLVERS.register("covariance", Covariance)
+SOLVERS.register("mlkr", MLKR)
+SOLVERS.register("sdml", SDML)
+SOLVERS.register("lsml", LSML)
+SOLVERS.register("scml", SCML)
 
 PLANNED: dict[str, str] = {}
 
-__all__ = ["SOLVERS", "PLANNED", "MetricLearner", "BoostMetric", "DMLEig", "Euclidean", "FrobMetric",
-           "ITML", "KernelELM", "LDA", "LDML", "LMNN", "LowRankFW", "LowRankGD", "LowRankSGD", "LowRankSGDBatch",
-           "LowRankSGDOne", "MDML", "NCA", "PCAMetric", "POLA", "RCA", "LMNNEig", "SDPMetric", "SGDIncSVD", "SVM", "Xing", "solve_frobenius_sdp"]
+__all__ = ["SOLVERS", "PLANNED", "MetricLearner", "BoostMetric", "Covariance", "DMLEig", "Euclidean", "FrobMetric",
+           "ITML", "KernelELM", "LDA", "LDML", "LFDA", "LMNN", "LSML", "LowRankFW", "LowRankGD", "LowRankSGD", "LowRankSGDBatch",
+           "LowRankSGDOne", "MDML", "MLKR", "NCA", "PCAMetric", "POLA", "RCA", "LMNNEig", "SCML", "SDML", "SDPMetric", "SGDIncSVD", "SVM", "Xing", "solve_frobenius_sdp"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.special
@@ -26,10 +27,17 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neighbors import NeighborhoodComponentsAnalysis
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 
-from .base import MetricLearner, store_params
+from .base import MEMORY_LIMIT, MetricLearner, store_params
 from .linalg import (PairOuterSum, check_square_memory, components_from_psd, eigh_all,
                      pair_quadratic_forms, project_psd)
+
+
+def _wrapped_constraints(estimator_class, *names) -> dict:
+    """The wrapped scikit-learn estimator's own constraints of the parameters passed to it
+    unchanged (its ``fit`` runs inside ours, whose validation makes it skip its own)."""
+    return {name: estimator_class._parameter_constraints[name] for name in names}
 
 
 def _set_linear_map(est, L, objective=float("nan"), n_iter=0, converged=True, trace=None,
@@ -99,6 +107,11 @@ class NCA(MetricLearner):
     #: n×n float64 arrays counted for scikit-learn's loss and gradient: the about four alive at
     #: once at its peak, rounded up
     _n_pairwise = 5
+    _parameter_constraints: dict = {
+        **_wrapped_constraints(NeighborhoodComponentsAnalysis, "n_components", "init",
+                               "max_iter", "tol", "random_state"),
+        "memory_limit_gb": MEMORY_LIMIT,
+    }
 
     def __init__(self, n_components=None, init="auto", max_iter=50, tol=1e-5, random_state=None,
                  memory_limit_gb=None):
@@ -193,6 +206,10 @@ class LDA(MetricLearner):
 
     constraint_kind = "labels"
     optimality_measure = "closed_form"
+    _parameter_constraints: dict = {
+        **_wrapped_constraints(LinearDiscriminantAnalysis, "n_components", "shrinkage", "tol"),
+        "solver": [StrOptions({"svd", "eigen"})],  # the solvers with a transform
+    }
 
     def __init__(self, n_components=None, solver="svd", shrinkage=None, tol=1e-4):
         store_params(self, locals())
@@ -200,9 +217,6 @@ class LDA(MetricLearner):
     def _fit(self, X, y, constraints):
         if y is None:
             raise ValueError("LDA needs labels y")
-        if self.solver not in ("svd", "eigen"):
-            raise ValueError(f"solver must be 'svd' or 'eigen' (with a transform), got "
-                             f"{self.solver!r}")
         lda = LinearDiscriminantAnalysis(n_components=self.n_components, solver=self.solver,
                                          shrinkage=self.shrinkage, tol=self.tol).fit(X, y)
         d = X.shape[1]
@@ -238,6 +252,8 @@ class PCAMetric(MetricLearner):
 
     constraint_kind = "none"
     optimality_measure = "closed_form"
+    _parameter_constraints: dict = _wrapped_constraints(PCA, "n_components", "whiten",
+                                                        "random_state")
 
     def __init__(self, n_components=None, whiten=False, random_state=None):
         store_params(self, locals())
@@ -309,24 +325,23 @@ class RCA(MetricLearner):
 
     constraint_kind = "labels"
     optimality_measure = "closed_form"
+    _parameter_constraints: dict = {
+        "n_components": [Interval(Integral, 1, None, closed="left"), None],
+        "chunk_size": [Interval(Integral, 2, None, closed="left"), None],
+        "n_chunks": [Interval(Integral, 1, None, closed="left"), None],
+        "ridge": [Interval(Real, 0, None, closed="left")],
+        "rank_tol": [Interval(Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+    }
 
     def __init__(self, n_components=None, chunk_size=None, n_chunks=None, ridge=0.0,
                  rank_tol=1e-10, random_state=None):
         store_params(self, locals())
 
-    def _check_params(self):
-        if self.chunk_size is not None and self.chunk_size < 2:
-            raise ValueError(f"chunk_size must be >= 2 or None, got {self.chunk_size}")
-        if self.n_chunks is not None and self.n_chunks < 1:
-            raise ValueError(f"n_chunks must be >= 1 or None, got {self.n_chunks}")
-        if not (self.ridge >= 0 and self.rank_tol >= 0):
-            raise ValueError("need ridge >= 0 and rank_tol >= 0")
-        if self.n_components is not None and self.n_components < 1:
-            raise ValueError(f"n_components must be >= 1 or None, got {self.n_components}")
-
     def chunklets(self, y) -> np.ndarray:
-        """Chunklet id of every point (−1: in no chunklet), from the labels."""
-        self._check_params()
+        """Chunklet id of every point (−1: in no chunklet), from the labels (the parameters
+        checked first, as by ``fit``)."""
+        self._validate_params()
         y = np.asarray(y)
         _, codes = np.unique(y, return_inverse=True)
         if self.chunk_size is None:
@@ -448,18 +463,18 @@ class LDML(MetricLearner):
 
     constraint_kind = "pairs"
     optimality_measure = "projected_gradient_norm"
+    _parameter_constraints: dict = {
+        "psd": ["boolean"],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "init_b": [StrOptions({"mean"}), Interval(Real, None, None, closed="neither")],
+    }
 
     def __init__(self, psd=False, max_iter=1000, tol=1e-6, learning_rate=1.0, init_b="mean"):
         store_params(self, locals())
 
-    def _check_params(self):
-        if not (self.max_iter >= 1 and self.tol >= 0 and self.learning_rate > 0):
-            raise ValueError("need max_iter >= 1, tol >= 0 and learning_rate > 0")
-        if not (self.init_b == "mean" or isinstance(self.init_b, (int, float))):
-            raise ValueError(f"init_b must be 'mean' or a number, got {self.init_b!r}")
-
     def _fit(self, X, y, constraints):
-        self._check_params()
         start = time.perf_counter()
         pairs = np.vstack([constraints.similar, constraints.dissimilar]).astype(np.int64)
         t = np.r_[np.ones(len(constraints.similar)), np.zeros(len(constraints.dissimilar))]

@@ -39,12 +39,14 @@ from __future__ import annotations
 
 import time
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
 
-from .base import MetricLearner, store_params
+from .base import MetricLearner, integral_floats, store_params
 from .linalg import PairOuterSum, components_from_psd, triplet_pairs
 from .top_eigen import leading_eigenvector
 
@@ -59,7 +61,7 @@ class BoostMetric(MetricLearner):
 
     Parameters
     ----------
-    v : float, default=1e-7
+    v : float ≥ 0, finite, default=1e-7
         Trace regulariser of (P1); Shen et al.'s Algorithm 2 takes it as an optional input to be
         set to a very small value such as 10⁻⁷. Absolute, in units of squared distances. (P1) is
         bounded below only if v is at least the triplets' hard margin
@@ -67,7 +69,8 @@ class BoostMetric(MetricLearner):
         separates (z-scored wine, USPS), X grows without bound and the fit runs to ``max_iter``,
         as the original algorithm does.
     max_iter : int, default=1000
-        Most base learners (Ying & Li 2012, §5: at most 10³ iterations for BoostMetric).
+        Most base learners (Ying & Li 2012, §5: at most 10³ iterations for BoostMetric); an
+        integral float such as ``1000.0`` is taken as the int.
     tol : float, default=1e-9
         Stop when ``λ_max(Σ_r u_r A_r) ≤ v + tol · λ₁``, λ₁ its value at the first iteration
         (uniform u): the paper's rule ``λ_max ≤ v`` (``tol=0``) with room for round-off (the
@@ -124,22 +127,17 @@ class BoostMetric(MetricLearner):
 
     constraint_kind = "triplets"
     optimality_measure = "relative_dual_infeasibility"
+    _parameter_constraints: dict = {
+        "v": [Interval(Real, 0, None, closed="left")],  # open at ∞: v is finite
+        "max_iter": [Interval(Integral, 1, None, closed="left"), integral_floats(1)],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "update": [StrOptions(set(UPDATES))],
+    }
 
     def __init__(self, v=1e-7, max_iter=1000, tol=1e-9, update="stagewise"):
         store_params(self, locals())
 
-    def _check_params(self):
-        if self.update not in UPDATES:
-            raise ValueError(f"update must be one of {UPDATES}, got {self.update!r}")
-        if not (np.isfinite(self.v) and self.v >= 0):
-            raise ValueError(f"v must be finite and >= 0, got {self.v!r}")
-        if not (int(self.max_iter) == self.max_iter and self.max_iter >= 1):
-            raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}")
-        if not self.tol >= 0:
-            raise ValueError(f"tol must be >= 0, got {self.tol!r}")
-
     def _fit(self, X, y, constraints):
-        self._check_params()
         start = time.perf_counter()
         triplets = np.asarray(constraints.triplets, dtype=np.intp).reshape(-1, 3)
         if len(triplets) == 0:

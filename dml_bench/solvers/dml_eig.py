@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import time
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.linalg
+from numba import njit, objmode
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from .base import MetricLearner, store_params
-from numba import njit, objmode
 
 from .linalg import (JIT_OPTIONS, components_from_psd, pair_differences, pair_sq_distances,
                      weighted_outer_sum)
@@ -34,6 +36,20 @@ STOPPING_RULES = ("gap", "objective")
 #: the columns of the per-iteration trace (``trace_``)
 TRACE_KEYS = ("objective", "min_distance", "gap", "time")
 SCALINGS = ("unit_mean", "none")
+
+#: the hyper-parameters DML-eig and LMNN-eig share (Ying & Li 2012, Tables 1 and 2)
+FRANK_WOLFE_CONSTRAINTS: dict = {
+    "mu": [Interval(Real, 0, None, closed="neither")],
+    "tol": [Interval(Real, 0, None, closed="left")],
+    "max_iter": [Interval(Integral, 1, None, closed="left")],
+    "stopping": [StrOptions(set(STOPPING_RULES))],
+    "ridge": [Interval(Real, 0, None, closed="left")],
+    "ridge_mode": [StrOptions({"relative", "absolute"})],
+    "scale": [StrOptions(set(SCALINGS))],
+    # a fraction of the largest weight: above 1 even that row would be left out
+    "weight_threshold": [Interval(Real, 0, 1, closed="both")],
+    "init": [StrOptions({"identity"})],
+}
 
 
 class DMLEig(MetricLearner):
@@ -64,7 +80,7 @@ class DMLEig(MetricLearner):
         follow: within §5's 10³ iterations its duality gap stays far larger than with
         ``"none"``. Its iterations are cheaper on large sets, where fewer pairs carry a weight
         above ``weight_threshold``.
-    weight_threshold : float, default=1e-12
+    weight_threshold : float in [0, 1], default=1e-12
         Pairs whose softmax weight is below ``weight_threshold · max(w)`` are left out of the
         gradient; their total contribution to ``∇f_μ`` is below ``|D| · weight_threshold``
         relative to the largest term.
@@ -105,14 +121,12 @@ class DMLEig(MetricLearner):
     constraint_kind = "pairs"
     optimality_measure = "relative_duality_gap"
     preserves_float32 = True
+    _parameter_constraints: dict = {**FRANK_WOLFE_CONSTRAINTS}
 
     def __init__(self, mu=1e-4, tol=1e-5, max_iter=1000, stopping="gap", ridge=1e-2,
                  ridge_mode="relative", scale="none", weight_threshold=1e-12,
                  init="identity"):
         store_params(self, locals())
-
-    def _check_params(self):
-        check_frank_wolfe_params(self)
 
     def _constraints_needed(self):
         """Dissimilar pairs (the objective is their smallest distance) and similar pairs (see
@@ -120,11 +134,10 @@ class DMLEig(MetricLearner):
         return ("pairs", "dissimilar", *needs_similar_pairs(self))
 
     def _fit(self, X, y, constraints):
-        self._check_params()
         start = time.perf_counter()
         pairs = constraints.dissimilar
         L, points, c2 = whiten(X, constraints.similar, pairs, self.ridge, self.ridge_mode,
-                               self.scale)
+                               self.scale, learner="DMLEig")
         d = X.shape[1]
         q = pair_sq_distances(points, pairs) / d  # q_τ = ‖z̃_τ‖²/d at S_1 = I/d
         vertex = GramTopEigenvector(points, pairs, self.weight_threshold)
@@ -222,20 +235,6 @@ def _frank_wolfe_vertex(vertex: GramTopEigenvector, q: np.ndarray, mu: float):
     return f_mu, v, p, lam - float(w @ q)
 
 
-def check_frank_wolfe_params(est) -> None:
-    """Validate the parameters DML-eig and LMNN-eig share (stopping, scale, ridge, init, μ…)."""
-    if est.stopping not in STOPPING_RULES:
-        raise ValueError(f"stopping must be one of {STOPPING_RULES}, got {est.stopping!r}")
-    if est.scale not in SCALINGS:
-        raise ValueError(f"scale must be one of {SCALINGS}, got {est.scale!r}")
-    if est.ridge_mode not in ("relative", "absolute"):
-        raise ValueError(f"ridge_mode must be 'relative' or 'absolute', got {est.ridge_mode!r}")
-    if est.init != "identity":
-        raise ValueError(f"init must be 'identity', got {est.init!r}")
-    if not (est.mu > 0 and est.tol >= 0 and est.max_iter >= 1 and est.ridge >= 0):
-        raise ValueError("need mu > 0, tol >= 0, max_iter >= 1 and ridge >= 0")
-
-
 def needs_similar_pairs(solver) -> tuple[str, ...]:
     """``("similar",)`` when :func:`whiten` needs similar pairs for ``solver``'s ``ridge`` and
     ``ridge_mode``: unless an absolute ridge δ > 0 makes ``X_S + δI`` definite by itself, an empty
@@ -245,7 +244,7 @@ def needs_similar_pairs(solver) -> tuple[str, ...]:
     return () if absolute else ("similar",)
 
 
-def whiten(X, similar, pairs, ridge, ridge_mode, scale):
+def whiten(X, similar, pairs, ridge, ridge_mode, scale, learner=None):
     """Whitening of the remark after Theorem 1: ``X_S + δI = L Lᵀ`` and the scaled whitened points
     ``x̃_i = c L⁻¹x_i``, whose differences are ``z̃_p = c L⁻¹(x_a − x_b) = x̃_a − x̃_b``.
 
@@ -258,6 +257,8 @@ def whiten(X, similar, pairs, ridge, ridge_mode, scale):
         δ, relative to ``tr(X_S)/d`` or absolute.
     scale : {"unit_mean", "none"}
         ``"unit_mean"``: c² makes the mean ``‖z̃_p‖²/d`` equal to 1; ``"none"``: c = 1.
+    learner : str, optional
+        Who whitens, for the messages.
 
     Returns
     -------
@@ -273,6 +274,13 @@ def whiten(X, similar, pairs, ridge, ridge_mode, scale):
     try:
         L = np.linalg.cholesky(XS + delta * np.eye(d))
     except np.linalg.LinAlgError:
+        if not np.any(XS):  # the cause is the pairs, not the ridge
+            who = f"{learner} needs" if learner else "the whitening needs"
+            got = (f"each of the {len(similar)} given joins a point to itself" if len(similar)
+                   else "none is given")
+            raise ValueError(
+                f"{who} similar pairs of distinct points, and {got}: X_S = 0, so X_S + ridge·I "
+                "is singular (give such pairs, or ridge_mode='absolute' with ridge > 0)") from None
         raise ValueError(
             "X_S + ridge·I is singular: increase `ridge` (the similar pairs do not span the "
             "feature space)") from None

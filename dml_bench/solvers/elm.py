@@ -16,8 +16,12 @@ MNIST).
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numpy as np
 import scipy.linalg
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval
 
 from .base import store_params
 from .svm import ScaledKernelClassifier, gaussian_gram
@@ -61,14 +65,17 @@ class KernelELM(ScaledKernelClassifier):
     """
 
     optimality_measure = "closed_form"
+    _parameter_constraints: dict = {
+        **ScaledKernelClassifier._parameter_constraints,
+        "gamma": [Interval(Real, 0, None, closed="neither")],
+    }
 
     def __init__(self, C=1.0, gamma=1.0, scale=None):
         store_params(self, locals())
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, constraints=None):
         """Solve for β on labelled points; ``constraints`` are ignored (labels are used)."""
-        if not (self.C > 0 and self.gamma > 0):
-            raise ValueError(f"need C > 0 and gamma > 0, got C={self.C!r}, gamma={self.gamma!r}")
         X, index = self._validate_fit(X, y)
         X = np.asarray(self._fit_scaler(X), dtype=float)
         T = -np.ones((len(X), len(self.classes_)))

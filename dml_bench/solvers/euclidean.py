@@ -16,6 +16,7 @@ class Euclidean(MetricLearner):
 
     constraint_kind = "none"
     optimality_measure = "closed_form"
+    _parameter_constraints: dict = {}  # no hyper-parameters
 
     def _fit(self, X, y, constraints):
         d = X.shape[1]

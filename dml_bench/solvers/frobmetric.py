@@ -34,12 +34,14 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse
 from scipy.optimize import Bounds, minimize
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from .base import MetricLearner, store_params
 from .linalg import (PairOuterSum, components_from_psd, eigh_all, pair_sq_distances,
@@ -117,18 +119,18 @@ class FrobMetric(MetricLearner):
 
     constraint_kind = "triplets"
     optimality_measure = "relative_duality_gap"
+    _parameter_constraints: dict = {
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "stopping": [StrOptions(set(STOPPING_RULES))],
+        "max_corrections": [Interval(Integral, 1, None, closed="left")],
+    }
 
     def __init__(self, C=1.0, tol=1e-5, max_iter=1000, stopping="gap", max_corrections=10):
         store_params(self, locals())
 
-    def _check_params(self):
-        if self.stopping not in STOPPING_RULES:
-            raise ValueError(f"stopping must be one of {STOPPING_RULES}, got {self.stopping!r}")
-        if not (self.C > 0 and self.tol >= 0 and self.max_iter >= 1 and self.max_corrections >= 1):
-            raise ValueError("need C > 0, tol >= 0, max_iter >= 1 and max_corrections >= 1")
-
     def _fit(self, X, y, constraints):
-        self._check_params()
         start = time.perf_counter()
         triplets = np.asarray(constraints.triplets)
         if triplets.ndim != 2 or triplets.shape[1] != 3 or len(triplets) == 0:

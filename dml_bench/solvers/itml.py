@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import time
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 from numba import njit
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from .base import MetricLearner, store_params
 from .linalg import JIT_OPTIONS, components_from_psd, pair_differences, pair_sq_distances
@@ -38,12 +40,30 @@ PAIR_MODES = ("given", "random")
 _MAX_BOUND_PAIRS = 200_000
 
 
+class PositivePair(Options):
+    """Parameter constraint: a pair of positive numbers (tuple, list or 1-D array), e.g. ITML's
+    ``bounds`` (u, l) (a YAML config gives a list)."""
+
+    def __init__(self):
+        super().__init__(object, set())
+
+    def is_satisfied_by(self, val):
+        if isinstance(val, (str, bytes)) or not hasattr(val, "__len__"):
+            return False
+        values = np.asarray(val, dtype=object)
+        return values.shape == (2,) and all(
+            isinstance(v, Real) and not isinstance(v, bool) and v > 0 for v in values)
+
+    def __str__(self):
+        return "a pair (u, l) of positive numbers"
+
+
 class ITML(MetricLearner):
     """Information-theoretic metric learning (Davis et al. 2007, Eq. (4) with slacks, Algorithm 1).
 
     Parameters
     ----------
-    gamma : float, default=1.0
+    gamma : float in (0, ∞], default=1.0
         Slack trade-off γ (the authors' code ``SetDefaultParams.m``: ``gamma = 1``; the paper
         tunes it by cross-validation). ``np.inf`` enforces the constraints exactly (no slack).
     tol : float, default=0.01
@@ -56,7 +76,7 @@ class ITML(MetricLearner):
         the run stops after the first sweep that passes it.
     max_iter : int or None, default=None
         Optional cap on the number of sweeps (``None``: only ``max_proj``).
-    bounds : tuple (u, l) or None, default=None
+    bounds : pair (u, l) of positive floats, or None, default=None
         Upper bound u of the squared distances of similar pairs and lower bound l of those of
         dissimilar pairs. ``None``: u and l are the 5th and 95th percentiles of the SQUARED
         Euclidean distances between training points (§4 of the paper; ``ComputeDistanceExtremes``
@@ -93,7 +113,7 @@ class ITML(MetricLearner):
     converged_ : bool
     optimality_ : float
         The stopping rule's relative change of the duals λ over the last sweep
-        (``optimality_measure`` ``"relative_dual_change"``; 0 without constraints).
+        (``optimality_measure`` ``"relative_dual_change"``).
     trace_ : dict of ndarray
         Per sweep: ``objective``, ``conv`` (the relative change of λ of the stopping rule),
         ``violation`` (largest constraint violation ``max(δ (d_M² − ξ)) / mean ξ₀``, δ = +1 for
@@ -105,7 +125,8 @@ class ITML(MetricLearner):
     authors' code uses ``α = min(λ, γ/(γ+1) (1/p − 1/ξ))`` (times δ) and ``1/ξ ← 1/ξ + δα/γ``,
     which is the exact Bregman projection for the objective above (the one of the brief and of
     the cvxpy test): the code's constants are implemented. Pairs with ``‖x_i − x_j‖ < 1e−9`` are
-    dropped, as in ``ItmlAlg.m``.
+    dropped, as in ``ItmlAlg.m``; when no pair is left ``fit`` stops with a one-line
+    ``ValueError`` (there is nothing to learn from, and M₀ = I would look converged).
 
     References
     ----------
@@ -115,29 +136,26 @@ class ITML(MetricLearner):
 
     constraint_kind = "pairs"
     optimality_measure = "relative_dual_change"
+    _parameter_constraints: dict = {
+        "gamma": [Interval(Real, 0, None, closed="right")],  # ∞: no slack
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "max_proj": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "bounds": [PositivePair(), None],
+        "pairs": [StrOptions(set(PAIR_MODES))],
+        "random_state": ["random_state"],
+    }
 
     def __init__(self, gamma=1.0, tol=0.01, max_proj=100_000, max_iter=None, bounds=None,
                  pairs="given", random_state=0):
         store_params(self, locals())
 
-    def _check_params(self):
-        if self.pairs not in PAIR_MODES:
-            raise ValueError(f"pairs must be one of {PAIR_MODES}, got {self.pairs!r}")
-        if not (self.gamma > 0 and self.tol >= 0 and self.max_proj >= 1):
-            raise ValueError("need gamma > 0, tol >= 0 and max_proj >= 1")
-        if self.max_iter is not None and self.max_iter < 1:
-            raise ValueError(f"max_iter must be None or >= 1, got {self.max_iter!r}")
-        if self.bounds is not None:
-            u, l = self.bounds
-            if not (0 < u and 0 < l):
-                raise ValueError(f"bounds (u, l) must be positive, got {self.bounds!r}")
 
     def _constraints_needed(self):
         """Pairs, unless they are drawn from the labels (``pairs='random'``)."""
         return () if self.pairs == "random" else super()._constraints_needed()
 
     def _fit(self, X, y, constraints):
-        self._check_params()
         start = time.perf_counter()
         rng = check_random_state(self.random_state)
         if self.pairs == "random":
@@ -153,6 +171,10 @@ class ITML(MetricLearner):
         delta = np.concatenate([np.ones(len(similar)), -np.ones(len(dissimilar))])
         V = pair_differences(X, pairs)
         keep = np.sqrt(np.einsum("ij,ij->i", V, V)) >= 1e-9  # ItmlAlg.m: identical points
+        if not keep.any():  # no constraint left: M = I would look converged, and is not learned
+            got = (f"all {len(pairs)} pairs join identical points (closer than 1e-9)"
+                   if len(pairs) else "no pairs")
+            raise ValueError(f"ITML needs similar or dissimilar pairs of distinct points; got {got}")
         V, pairs, delta = np.ascontiguousarray(V[keep]), pairs[keep], delta[keep]
         xi0 = np.where(delta > 0, u, l)
         gamma = float(self.gamma)

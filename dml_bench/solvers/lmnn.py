@@ -39,13 +39,15 @@ from __future__ import annotations
 
 import time
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..evaluate import knn_error
 from ..splits import train_test_split_indices
-from .base import MetricLearner, store_params
+from .base import SEED, MetricLearner, store_params
 from .linalg import PairOuterSum, components_from_psd, pair_sq_distances, project_psd
 
 IMPOSTOR_MODES = ("recompute", "given")
@@ -99,8 +101,8 @@ class LMNN(MetricLearner):
         Iterations between two validation checks (the code's ``valcount``).
     patience : int, default=5
         Checks without a lower validation error before stopping.
-    random_state : int, default=0
-        Seed of the validation draw.
+    random_state : int or None, default=0
+        Seed of the validation draw (``numpy.random.default_rng``).
 
     Attributes
     ----------
@@ -148,6 +150,23 @@ class LMNN(MetricLearner):
 
     constraint_kind = "triplets"
     optimality_measure = "relative_objective_change"
+    _parameter_constraints: dict = {
+        "mu": [Interval(Real, 0, 1, closed="neither")],
+        "margin": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "step_size": [Interval(Real, 0, None, closed="neither"), None],
+        "step_growth": [Interval(Real, 1, None, closed="left")],
+        "impostors": [StrOptions(set(IMPOSTOR_MODES))],
+        "update_every": [Interval(Integral, 1, None, closed="left")],
+        "solver": [StrOptions(set(SOLVERS))],
+        "smoothing": [Interval(Real, 0, None, closed="neither")],
+        "chunk_size": [Interval(Integral, 1, None, closed="left")],
+        "validation": [Interval(Real, 0, 1, closed="left")],
+        "validation_every": [Interval(Integral, 1, None, closed="left")],
+        "patience": [Interval(Integral, 1, None, closed="left")],
+        "random_state": SEED,
+    }
 
     def __init__(self, mu=0.5, margin=1.0, max_iter=1000, tol=1e-7, step_size=None,
                  step_growth=1.01, impostors="recompute", update_every=10, solver="L",
@@ -155,24 +174,7 @@ class LMNN(MetricLearner):
                  patience=5, random_state=0):
         store_params(self, locals())
 
-    def _check_params(self):
-        if self.impostors not in IMPOSTOR_MODES:
-            raise ValueError(f"impostors must be one of {IMPOSTOR_MODES}, got {self.impostors!r}")
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
-        if not 0 < self.mu < 1:
-            raise ValueError(f"mu must lie in (0, 1), got {self.mu!r}")
-        if not (self.margin > 0 and self.max_iter >= 1 and self.tol >= 0
-                and self.step_growth >= 1 and self.update_every >= 1 and self.chunk_size >= 1 and self.smoothing > 0):
-            raise ValueError("need margin > 0, max_iter >= 1, tol >= 0, step_growth >= 1, "
-                             "update_every >= 1, chunk_size >= 1 and smoothing > 0")
-        if self.step_size is not None and not self.step_size > 0:
-            raise ValueError(f"step_size must be positive or None, got {self.step_size!r}")
-        if not (0 <= self.validation < 1 and self.validation_every >= 1 and self.patience >= 1):
-            raise ValueError("need 0 <= validation < 1, validation_every >= 1 and patience >= 1")
-
     def _fit(self, X, y, constraints):
-        self._check_params()
         start = time.perf_counter()
         d = X.shape[1]
         recompute = self.impostors == "recompute"
@@ -275,7 +277,8 @@ class LMNN(MetricLearner):
         """
         recompute = self.impostors == "recompute"
         if recompute and y is None:
-            raise ValueError("impostors='recompute' needs the labels y")
+            raise ValueError("impostors='recompute' needs the labels y; to learn from exactly "
+                             "the given triplets, without labels, use impostors='given'")
         T = np.asarray(constraints.triplets, dtype=np.intp).reshape(-1, 3)
         X, y, T, held_out = self._hold_out(X, y, T)
         if len(T) == 0:

@@ -35,13 +35,15 @@ from __future__ import annotations
 
 import time
 import warnings
+from numbers import Real
 
 import numpy as np
 from numba import njit
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval
 
 from .base import MetricLearner, store_params
-from .dml_eig import (_smoothed_min_into, check_frank_wolfe_params, iterate_metric,
+from .dml_eig import (FRANK_WOLFE_CONSTRAINTS, _smoothed_min_into, iterate_metric,
                       needs_similar_pairs, whiten)
 from .linalg import JIT_OPTIONS, pair_sq_distances, triplet_pairs
 from .top_eigen import GramTopEigenvector
@@ -91,7 +93,7 @@ class LMNNEig(MetricLearner):
         iris 4.44 / 3.56 / 4.00 (10 splits, z-scored), breast cancer 5.10 / 4.12 / 4.94, pima
         28.41 / 33.48 / 31.13, segment 3.42 / 9.33 / 3.61 (3 splits), USPS 9.05 / 51.7 / 3.13
         (1 split; 3.52 with γ = 0.1, 36.6 with γ = 0.9: γ matters, tune it). Hence ``"none"``.
-    weight_threshold : float, default=1e-12
+    weight_threshold : float in [0, 1], default=1e-12
         Difference rows whose aggregated weight |Σ_τ ±w_τ| is below ``weight_threshold`` times
         the largest are left out of the eigenvector computation (as DML-eig).
     init : {"identity"}, default="identity"
@@ -130,6 +132,8 @@ class LMNNEig(MetricLearner):
 
     constraint_kind = "triplets"
     optimality_measure = "relative_duality_gap"
+    _parameter_constraints: dict = {"gamma": [Interval(Real, 0, 1, closed="neither")],
+                                    **FRANK_WOLFE_CONSTRAINTS}
 
     def __init__(self, gamma=0.5, mu=1e-4, tol=1e-5, max_iter=1000, stopping="gap", ridge=1e-2,
                  ridge_mode="relative", scale="none", weight_threshold=1e-12,
@@ -140,11 +144,6 @@ class LMNNEig(MetricLearner):
         """Triplets, and similar pairs for the whitening (see
         :func:`~dml_bench.solvers.dml_eig.needs_similar_pairs`)."""
         return ("triplets", *needs_similar_pairs(self))
-
-    def _check_params(self):
-        check_frank_wolfe_params(self)
-        if not 0 < self.gamma < 1:
-            raise ValueError(f"gamma must be in (0, 1), got {self.gamma!r}")
 
     def _whiten(self, X, constraints):
         """L, the whitened (scaled) points, the distinct pairs whose differences are the rows, the
@@ -165,7 +164,6 @@ class LMNNEig(MetricLearner):
         return L, points, pairs, impostor, target, c2
 
     def _fit(self, X, y, constraints):
-        self._check_params()
         start = time.perf_counter()
         # the distinct rows are the pairs' differences of the whitened points;
         # a_τ = row ia[τ], b_τ = row ib[τ]

@@ -21,17 +21,19 @@ from __future__ import annotations
 
 import time
 import warnings
+from numbers import Real
 
 import numpy as np
 import scipy.linalg
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, eigsh
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval
 
-from .base import store_params
+from .base import MEMORY_LIMIT, store_params
 from .linalg import (PairOuterSum, check_square_memory, components_from_psd, eigh_above, eigh_all,
                      pair_differences, pair_quadratic_forms, pair_sq_distances, triplet_pairs)
 from .lowrank_sgd import (LowRankDMLBase, TripletEvaluator, hinge_objective,
-                          linear_minimizer_eigenvalues, project_eigenvalues)
+                          linear_minimizer_eigenvalues, lowrank_constraints, project_eigenvalues)
 from .top_eigen import DENSE_EIGH_MAX_DIM
 
 
@@ -109,9 +111,6 @@ class _DenseBase(LowRankDMLBase):
     #: full gradient over all triplets (GD, FW) or mini-batches of ``batch_size`` (SGD variants)
     _full_gradient = False
 
-    def _check_params(self):
-        self._check_common()
-
     def _prepare(self, X, triplets):
         check_square_memory(type(self).__name__, X.shape[1], self._n_dense, "d",
                             self.memory_limit_gb)
@@ -146,7 +145,6 @@ class _DenseBase(LowRankDMLBase):
         return W, {"rank": int(np.count_nonzero(s > 0))}
 
     def _fit(self, X, y, constraints):
-        self._check_params()
         start = time.perf_counter()
         triplets = self._triplets(constraints)
         d = X.shape[1]
@@ -233,6 +231,8 @@ class LowRankGD(_DenseBase):
 
     _schedule = "constant"
     _full_gradient = True
+    _parameter_constraints: dict = lowrank_constraints(
+        "lam", "tau", "constraint", "step", "max_iter", memory_limit_gb=MEMORY_LIMIT)
 
     def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, max_iter=500,
                  memory_limit_gb=None):
@@ -269,6 +269,9 @@ class LowRankSGD(_DenseBase):
     """
 
     _schedule = "sqrt"
+    _parameter_constraints: dict = lowrank_constraints(
+        "lam", "tau", "constraint", "step", "batch_size", "max_iter", "log_every", "n_eval",
+        "random_state", memory_limit_gb=MEMORY_LIMIT)
 
     def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, batch_size=1,
                  max_iter=500, log_every=10, n_eval=10000, random_state=0,
@@ -336,15 +339,13 @@ class LowRankFW(_DenseBase):
     _schedule = "fw"
     _full_gradient = True
     optimality_measure = "relative_duality_gap"
+    _parameter_constraints: dict = lowrank_constraints(
+        "lam", "tau", "constraint", "step", "max_iter",
+        tol=[Interval(Real, 0, None, closed="left")], memory_limit_gb=MEMORY_LIMIT)
 
     def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=2.0, max_iter=500,
                  tol=0.0, memory_limit_gb=None):
         store_params(self, locals())
-
-    def _check_params(self):
-        self._check_common()
-        if self.tol < 0:
-            raise ValueError(f"tol must be >= 0, got {self.tol}")
 
     def _vertex(self, W, G):
         """The linear minimiser S and the gap ``⟨∇F(W), W − S⟩`` (G: the hinge gradient), with
@@ -422,16 +423,15 @@ class LowRankSGDOne(_DenseBase):
 
     _schedule = "constant"
     _n_dense = 6    # W, the running average of the iterates and the step's arrays at the peak
+    _parameter_constraints: dict = lowrank_constraints(
+        "lam", "tau", "constraint", "step", "batch_size", "max_iter", "log_every", "n_eval",
+        "random_state", gamma=[Interval(Real, 0, None, closed="left")],
+        memory_limit_gb=MEMORY_LIMIT)
 
     def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, gamma=1.0,
                  batch_size=10, max_iter=500, log_every=10, n_eval=10000, random_state=0,
                  memory_limit_gb=None):
         store_params(self, locals())
-
-    def _check_params(self):
-        self._check_common()
-        if self.gamma < 0:
-            raise ValueError(f"gamma must be >= 0, got {self.gamma}")
 
     def _prepare(self, X, triplets):
         super()._prepare(X, triplets)

@@ -32,11 +32,13 @@ metric learning by adaptive sampling and mini-batch SGD. MLJ 99(3), 2015.
 from __future__ import annotations
 
 import time
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse
+from sklearn.utils._param_validation import Interval, StrOptions
 
-from .base import MetricLearner, store_params
+from .base import SEED, MetricLearner, store_params
 from .incremental_eigen import eigen_update
 from .linalg import pair_quadratic_forms, pair_sq_distances
 
@@ -144,23 +146,33 @@ class TripletEvaluator:
 # base class
 # --------------------------------------------------------------------------------------------
 
+#: the constraints of the parameters the Zhang & Zhang solvers share (each solver takes those of
+#: its constructor: :func:`lowrank_constraints`)
+LOWRANK_CONSTRAINTS: dict = {
+    "lam": [Interval(Real, 0, None, closed="left")],
+    "tau": [Interval(Real, 0, None, closed="neither")],
+    "constraint": [StrOptions(set(CONSTRAINTS))],
+    "step": [Interval(Real, 0, None, closed="neither")],
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "max_iter": [Interval(Integral, 1, None, closed="left")],
+    "log_every": [Interval(Integral, 1, None, closed="left")],
+    "n_eval": [Interval(Integral, 1, None, closed="left"), None],
+    "random_state": SEED,
+}
+
+
+def lowrank_constraints(*names: str, **own) -> dict:
+    """``LOWRANK_CONSTRAINTS`` of the shared parameters ``names``, and a solver's ``own``."""
+    return {**{name: LOWRANK_CONSTRAINTS[name] for name in names}, **own}
+
+
 class LowRankDMLBase(MetricLearner):
-    """Shared parameter checks, sampling and result bookkeeping of the Zhang & Zhang solvers."""
+    """Shared sampling and result bookkeeping of the Zhang & Zhang solvers."""
 
     constraint_kind = "triplets"
     optimality_measure = "none (fixed number of iterations)"
     #: step schedule: "sqrt" η_t = c/√t, "constant" η_t = c, "fw" γ_t = min(1, c/(t + 2))
     _schedule = "sqrt"
-
-    def _check_common(self):
-        if self.constraint not in CONSTRAINTS:
-            raise ValueError(f"constraint must be one of {CONSTRAINTS}, got {self.constraint!r}")
-        if not (self.lam >= 0 and self.tau > 0 and self.step > 0 and self.max_iter >= 1):
-            raise ValueError("need lam >= 0, tau > 0, step > 0 and max_iter >= 1")
-        for name in ("batch_size", "log_every", "n_eval"):
-            value = getattr(self, name, 1)
-            if value is not None and value < 1:
-                raise ValueError(f"{name} must be >= 1, got {value}")
 
     def _step_size(self, t: int) -> float:
         if self._schedule == "sqrt":
@@ -275,15 +287,13 @@ class SGDIncSVD(LowRankDMLBase):
     """
 
     accepts_sparse = True
+    _parameter_constraints: dict = lowrank_constraints(
+        "lam", "tau", "constraint", "step", "batch_size", "max_iter", "log_every", "n_eval",
+        "random_state", max_rank=[Interval(Integral, 1, None, closed="left"), None])
 
     def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, batch_size=100,
                  max_iter=500, max_rank=None, log_every=10, n_eval=10000, random_state=0):
         store_params(self, locals())
-
-    def _check_params(self):
-        self._check_common()
-        if self.max_rank is not None and self.max_rank < 1:
-            raise ValueError(f"max_rank must be None or >= 1, got {self.max_rank}")
 
     @property
     def metric_(self):
@@ -292,7 +302,6 @@ class SGDIncSVD(LowRankDMLBase):
         return L.T @ L
 
     def _fit(self, X, y, constraints):
-        self._check_params()
         start = time.perf_counter()
         triplets = self._triplets(constraints)
         d = X.shape[1]

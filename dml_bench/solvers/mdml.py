@@ -32,12 +32,14 @@ J. Duchi, S. Shalev-Shwartz, Y. Singer and A. Tewari. Composite objective mirror
 from __future__ import annotations
 
 import time
+from numbers import Integral, Real
 
 import numpy as np
 from numba import njit, vectorize
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 
-from .base import MetricLearner, store_params
+from .base import MetricLearner, integral_floats, store_params
 from .eigen_update import _rank_one_update
 from .linalg import components_from_psd, pair_differences
 
@@ -147,7 +149,8 @@ class MDML(MetricLearner):
         sparser spectra (Fig. 4).
     n_epochs : int, default=1
         Passes over the pairs. Algorithm 1 is one pass (T = number of pairs); t keeps counting
-        over further passes (η_t = η/√t with the global t).
+        over further passes (η_t = η/√t with the global t). An integral float such as ``2.0``
+        is taken as the int.
     shuffle : bool, default=True
         Visit the pairs of each pass in a random order drawn from ``random_state`` (otherwise
         similar pairs first, then dissimilar ones, in the given order).
@@ -206,27 +209,22 @@ class MDML(MetricLearner):
 
     constraint_kind = "pairs"
     optimality_measure = "none (fixed number of passes)"
+    _parameter_constraints: dict = {
+        "loss": [StrOptions(set(LOSSES))],
+        "divergence": [StrOptions(set(DIVERGENCES))],
+        "eta": [Interval(Real, 0, None, closed="neither"), None],
+        "rho": [Interval(Real, 0, None, closed="left")],
+        "n_epochs": [Interval(Integral, 1, None, closed="left"), integral_floats(1)],
+        "shuffle": ["boolean"],
+        "random_state": ["random_state"],
+        "log_every": [Interval(Integral, 1, None, closed="left"), None],
+    }
 
     def __init__(self, loss="hinge", divergence="frobenius", eta=None, rho=1e-3, n_epochs=1,
                  shuffle=True, random_state=0, log_every=2000):
         store_params(self, locals())
 
-    def _check_params(self):
-        if self.loss not in LOSSES:
-            raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
-        if self.divergence not in DIVERGENCES:
-            raise ValueError(f"divergence must be one of {DIVERGENCES}, got {self.divergence!r}")
-        if not ((self.eta is None or self.eta > 0) and self.rho >= 0):
-            raise ValueError(f"need eta > 0 and rho >= 0, got eta={self.eta!r}, rho={self.rho!r}")
-        if int(self.n_epochs) != self.n_epochs or self.n_epochs < 1:
-            raise ValueError(f"n_epochs must be a positive integer, got {self.n_epochs!r}")
-        if self.log_every is not None and (int(self.log_every) != self.log_every
-                                           or self.log_every < 1):
-            raise ValueError(
-                f"log_every must be None or a positive integer, got {self.log_every!r}")
-
     def _fit(self, X, y, constraints):
-        self._check_params()
         start = time.perf_counter()
         pairs = np.vstack([np.asarray(constraints.similar).reshape(-1, 2),
                            np.asarray(constraints.dissimilar).reshape(-1, 2)]).astype(np.intp)

@@ -41,12 +41,14 @@ mistake costs ``ℓ_τ ≥ 1``, so it also bounds the number of mistakes.
 from __future__ import annotations
 
 import time
+from numbers import Integral
 
 import numpy as np
 from llvmlite import binding
 from numba import njit, types
 from numba.extending import get_cython_function_address
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval
 
 from .base import MetricLearner, store_params
 from .linalg import JIT_OPTIONS, components_from_psd, pair_differences, pair_sq_distances
@@ -247,18 +249,17 @@ class POLA(MetricLearner):
 
     constraint_kind = "pairs"
     optimality_measure = "none (fixed number of passes)"
+    _parameter_constraints: dict = {
+        "n_epochs": [Interval(Integral, 1, None, closed="left")],
+        "shuffle": ["boolean"],
+        "random_state": ["random_state"],
+        "log_every": [Interval(Integral, 1, None, closed="left")],
+    }
 
     def __init__(self, n_epochs=1, shuffle=True, random_state=0, log_every=100):
         store_params(self, locals())
 
-    def _check_params(self):
-        for name in ("n_epochs", "log_every"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, np.integer)) and value >= 1):
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-
     def _fit(self, X, y, constraints):
-        self._check_params()
         start = time.perf_counter()
         pairs = np.vstack([np.asarray(constraints.similar, dtype=np.intp).reshape(-1, 2),
                            np.asarray(constraints.dissimilar, dtype=np.intp).reshape(-1, 2)])

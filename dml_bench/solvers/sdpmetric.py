@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import time
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 from numba import njit
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from .base import MetricLearner, store_params
 from .linalg import JIT_OPTIONS, components_from_psd, pair_sq_distances, triplet_pairs
@@ -139,22 +141,28 @@ class SDPMetric(MetricLearner):
 
     constraint_kind = "triplets"
     optimality_measure = "relative_duality_gap"
+    _parameter_constraints: dict = {
+        "loss": [StrOptions(set(LOSSES))],
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "h": [Interval(Real, 0, None, closed="neither")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "stopping": [StrOptions(set(STOPPING_RULES))],
+        "c1": [Interval(Real, 0, 1, closed="neither")],  # and c1 < c2: _check_params
+        "c2": [Interval(Real, 0, 1, closed="neither")],
+        "backtrack": [Interval(Real, 0, 1, closed="neither")],
+        "max_line_search": [Interval(Integral, 1, None, closed="left")],
+    }
 
     def __init__(self, loss="squared_hinge", C=0.1, h=0.5, tol=1e-5, max_iter=1000,
                  stopping="gap", c1=1e-4, c2=0.1, backtrack=0.5, max_line_search=60):
         store_params(self, locals())
 
     def _check_params(self, n_triplets):
-        if self.loss not in LOSSES:
-            raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
-        if self.stopping not in STOPPING_RULES:
-            raise ValueError(f"stopping must be one of {STOPPING_RULES}, got {self.stopping!r}")
-        if not (self.C > 0 and self.h > 0 and self.tol >= 0 and self.max_iter >= 1):
-            raise ValueError("need C > 0, h > 0, tol >= 0 and max_iter >= 1")
-        if not 0 < self.c1 < self.c2 < 1:
-            raise ValueError(f"need 0 < c1 < c2 < 1 (Wolfe conditions), got {self.c1}, {self.c2}")
-        if not (0 < self.backtrack < 1 and self.max_line_search >= 1):
-            raise ValueError("need 0 < backtrack < 1 and max_line_search >= 1")
+        """What the constraints of each parameter cannot say: c1 < c2, at least one triplet and,
+        with the Huber loss, C·|S| > 1."""
+        if not self.c1 < self.c2:
+            raise ValueError(f"need c1 < c2 (Wolfe conditions), got c1={self.c1}, c2={self.c2}")
         if n_triplets == 0:
             raise ValueError("SDPMetric needs at least one triplet")
         if self.loss == "huber" and self.C * n_triplets <= 1:

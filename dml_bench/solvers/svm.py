@@ -15,16 +15,18 @@ against the support vectors. Same problems, same SMO, same votes.
 
 from __future__ import annotations
 
+from numbers import Real
 from typing import ClassVar
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.preprocessing import MinMaxScaler
 from sklearn.svm import SVC
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .base import store_params
+from .base import ParamValidation, store_params
 from .linalg import check_square_memory
 
 #: Shen et al. (2014) §IV-A: the grids searched on the validation set (libsvm's usual grid)
@@ -46,16 +48,21 @@ def gaussian_gram(A, B, gamma, out=None):
     return np.exp(out, out=out)
 
 
-class ScaledKernelClassifier(ClassifierMixin, BaseEstimator):
+class ScaledKernelClassifier(ParamValidation, ClassifierMixin, BaseEstimator):
     """Shared plumbing of the Gaussian-kernel classifier baselines (SVM, kernel ELM).
 
     They consume labels, are evaluated by their own ``predict`` and may first map each feature
     onto [-1, 1] over the training points (``scale="minmax"``, libsvm's ``svm-scale``), applying
-    the same map to the points they predict.
+    the same map to the points they predict. Their ``fit`` checks the hyper-parameters first
+    (``_parameter_constraints``, as :class:`~dml_bench.solvers.base.MetricLearner`).
     """
 
     constraint_kind: ClassVar[str] = "labels"
     evaluation: ClassVar[str] = "predict"
+    _parameter_constraints: dict = {
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "scale": [StrOptions({"minmax"}), None],
+    }
 
     def _validate_fit(self, X, y):
         """scikit-learn's checks of the training data (they set ``n_features_in_``); sets
@@ -74,8 +81,6 @@ class ScaledKernelClassifier(ClassifierMixin, BaseEstimator):
 
     def _fit_scaler(self, X):
         """Fit the feature scaling on the training points; returns them scaled."""
-        if self.scale not in (None, "minmax"):
-            raise ValueError(f"scale must be None or 'minmax', got {self.scale!r}")
         self.scaler_ = MinMaxScaler(feature_range=(-1, 1)).fit(X) if self.scale else None
         return self._scaled(X)
 
@@ -140,10 +145,15 @@ class SVM(ScaledKernelClassifier):
     """
 
     optimality_measure = "none (not reported by libsvm)"
+    _parameter_constraints: dict = {
+        **ScaledKernelClassifier._parameter_constraints,
+        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale", "auto"})],
+    }
 
     def __init__(self, C=1.0, gamma="scale", scale=None):
         store_params(self, locals())
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, constraints=None):
         """Fit the m(m−1)/2 binary SVMs on labelled points; ``constraints`` are ignored."""
         X, index = self._validate_fit(X, y)
@@ -199,8 +209,6 @@ class SVM(ScaledKernelClassifier):
             return 1.0 / (X.shape[1] * variance) if variance > 0 else 1.0
         if self.gamma == "auto":
             return 1.0 / X.shape[1]
-        if isinstance(self.gamma, str) or not self.gamma > 0:
-            raise ValueError(f"gamma must be > 0, 'scale' or 'auto', got {self.gamma!r}")
         return float(self.gamma)
 
     def pair_decision_function(self, X, chunk=1024):

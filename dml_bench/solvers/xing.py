@@ -46,11 +46,13 @@ from __future__ import annotations
 
 import time
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.linalg
 import scipy.optimize
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from .base import MetricLearner, store_params
 from .linalg import (PairOuterSum, components_from_psd, eigh_all, pair_differences,
@@ -116,22 +118,20 @@ class Xing(MetricLearner):
 
     constraint_kind = "pairs"
     optimality_measure = "relative_duality_gap"
+    _parameter_constraints: dict = {
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "step": [Interval(Real, 0, None, closed="neither")],
+        "projection": [StrOptions({"exact", "alternating"})],
+        "eps": [Interval(Real, 0, None, closed="neither")],
+        "max_proj": [Interval(Integral, 1, None, closed="left")],
+    }
 
     def __init__(self, max_iter=100, tol=1e-3, step=0.1, projection="exact", eps=0.01,
                  max_proj=10000):
         store_params(self, locals())
 
-    def _check_params(self):
-        if self.projection not in ("exact", "alternating"):
-            raise ValueError("projection must be 'exact' or 'alternating', "
-                             f"got {self.projection!r}")
-        if not (self.max_iter >= 1 and self.max_proj >= 1):
-            raise ValueError("need max_iter >= 1 and max_proj >= 1")
-        if not (self.tol >= 0 and self.eps > 0 and self.step > 0):
-            raise ValueError("need tol >= 0, eps > 0 and step > 0")
-
     def _fit(self, X, y, constraints):
-        self._check_params()
         start = time.perf_counter()
         dissimilar = np.asarray(constraints.dissimilar)
         if len(dissimilar) == 0 or len(constraints.similar) == 0:

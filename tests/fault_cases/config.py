@@ -50,9 +50,9 @@ CASES = [
           "{cfg}: split.train_fraction: expected int or float, got str '70%'"),
     _case("unknown-solver", changed(solvers=["dml_eigg"]),
           "{cfg}: solvers[0].name: unknown solver 'dml_eigg'. Did you mean 'dml_eig'? Valid "
-          "names: boostmetric, dml_eig, elm, euclidean, frobmetric, fw, gd, itml, lda, ldml, "
-          "lmnn, lmnn_eig, mdml, nca, pca, pola, rca, sdpmetric, sgd, sgd_batch, sgd_incsvd, "
-          "sgd_one, svm, xing"),
+          "names: boostmetric, covariance, dml_eig, elm, euclidean, frobmetric, fw, gd, itml, "
+          "lda, ldml, lfda, lmnn, lmnn_eig, lsml, mdml, mlkr, nca, pca, pola, rca, scml, sdml, "
+          "sdpmetric, sgd, sgd_batch, sgd_incsvd, sgd_one, svm, xing"),
     _case("unknown-generator", changed(constraints={"generator": "knn_triplet"}),
           "{cfg}: constraints.generator: unknown constraint generator 'knn_triplet'. Did you "
           "mean 'knn_triplets'? Valid names: knn_pairs, knn_triplets, random_triplets"),

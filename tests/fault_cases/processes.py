@@ -112,7 +112,7 @@ def _dask_scheduler_killed(ctx):
         started.append(subprocess.Popen([*dask, "worker", address, "--nthreads", "2",
                                          "--no-nanny", "--no-dashboard"], **quiet))
         before = _rows(ctx)
-        run = subprocess.Popen([sys.executable, "-m", "dml_bench.cli", "run", str(ctx.cfg),
+        run = subprocess.Popen([sys.executable, "-m", "dml_bench", "run", str(ctx.cfg),
                                 "--scheduler", address, "--results-dir", str(ctx.results)],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                env=env, cwd=ctx.work, start_new_session=True)

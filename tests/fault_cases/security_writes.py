@@ -65,7 +65,7 @@ def _escaped(ctx, output):
               "<script>alert(1)</script> \\\\")
     for name in ("table.tex", "table_time.tex"):
         lines = (ctx.run_dir / name).read_text().splitlines()
-        assert lines[2] == header, lines
+        assert header in lines, lines
 
 
 def _colleague_config(figure_name):

@@ -17,14 +17,13 @@ SHEN2014: list[DatasetSpec] = []
 RETRIEVAL: list[DatasetSpec] = []
 
 
-def _user_npz(name, description, shape, papers, path, obtain, notes, class_names=None,
-              image_shape=None, parser=None) -> DatasetSpec:
-    """A user-supplied .npz (X, y) of ``shape`` (n, d, classes), unpinned; ``parser`` defaults to
-    :func:`parsers.npz_arrays`."""
+def _user_npz(name, description, shape, papers, path, obtain, notes, **spec) -> DatasetSpec:
+    """A user-supplied .npz (X, y) of ``shape`` (n, d, classes), unpinned; ``spec`` holds the
+    entry's other fields (``class_names``, ``image_shape``, ``parser``, which defaults to
+    :func:`parsers.npz_arrays`)."""
+    spec.setdefault("parser", parsers.npz_arrays("X", "y"))
     return common.entry(name, description, shape, papers,
-                        files=(FileSpec(path, None, None, obtain=obtain),),
-                        parser=parser or parsers.npz_arrays("X", "y"), notes=notes,
-                        class_names=class_names, image_shape=image_shape)
+                        files=(FileSpec(path, None, None, obtain=obtain),), notes=notes, **spec)
 
 
 _NPZ_HOW = ("save it with numpy.savez(path, X=X, y=y) and put it where the error message says "

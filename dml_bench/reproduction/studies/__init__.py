@@ -9,8 +9,9 @@ one figure or table that is not a config of datasets × solvers;
 - :mod:`.mvu_study`: Shen et al. (2014) §IV-B, Figs. 5–9 and Tables V–VI (embeddings and their
   quality), with the criteria of :mod:`.embedding_quality`;
 - :mod:`.sdpmetric_timing`: Shen et al. (2010) Fig. 2, SDPMetric against an interior-point SDP;
-- :mod:`.retrieval`: Shen et al. (2010) Fig. 3, retrieval accuracy of the learned metrics;
 - :mod:`.eigen_update_timing`: Kunapuli & Shavlik (2012) Fig. 2, the rank-one eigen-update.
-- :mod:`.verification_standin`: not a target, Ying & Li (2012) §5.2's restricted verification
-  protocol on drawn folds of a face set that is here (Yale B, ORL), for want of LFW-SIFT.
+
+Retrieval (Shen et al. 2010, Fig. 3) and pair verification, the face-verification stand-in on
+Yale B included (``configs/verification_yale_b.yaml``), are task kinds that the runner runs like
+any experiment (:mod:`dml_bench.run.retrieval`, :mod:`dml_bench.run.verification`).
 """

@@ -136,8 +136,9 @@ def run_embedding_quality_study(out_dir, n=300, k=6, sigma=1e5, seed=0, data_sca
     X, name, colours = _study_data(dataset, n, seed)
     n = len(X)
     solves, scale_sq = _sdp_solves(
-        X, k, sigma, data_scale, max_n=interior_point_max_n, solver=interior_point_solver,
-        solver_kw=interior_point_kw, frobenius_kw=frobenius_kw, frobenius_rel_tol=frobenius_rel_tol)
+        X, k, sigma, data_scale, {"max_n": interior_point_max_n, "solver": interior_point_solver,
+                                  "solver_kw": interior_point_kw, "frobenius_kw": frobenius_kw,
+                                  "frobenius_rel_tol": frobenius_rel_tol})
     embeddings, rows = _embed(X, k, data_scale, solves, scale_sq)
     labels = dict(METHODS, mvu=f"MVU ({interior_point_solver.upper()})")
     setting = {"dataset": name, "n": n, "k": k, "sigma": sigma, "data_scale": data_scale,
@@ -162,12 +163,15 @@ def _study_data(dataset: str | None, n: int, seed: int) -> tuple[np.ndarray, str
     return np.asarray(X, dtype=float), dataset, {"y": y}
 
 
-def _sdp_solves(X, k, sigma, data_scale, *, max_n, solver, solver_kw, frobenius_kw,
-                frobenius_rel_tol) -> tuple[dict, float]:
+def _sdp_solves(X, k, sigma, data_scale, solvers: dict) -> tuple[dict, float]:
     """The two SDP embeddings to run, ``{key: solve(Z)}`` (the interior-point one when ``X`` has
-    at most ``max_n`` points), with their settings resolved as
+    at most ``max_n`` points), with the settings of ``solvers`` (``max_n``, ``solver``,
+    ``solver_kw``, ``frobenius_kw``, ``frobenius_rel_tol``) resolved as
     :func:`run_embedding_quality_study` documents them, and the largest squared k-NN distance
     of the scaled data (the unit of ``rel_violation``)."""
+    max_n, solver, solver_kw, frobenius_kw, frobenius_rel_tol = (
+        solvers[key] for key in ("max_n", "solver", "solver_kw", "frobenius_kw",
+                                 "frobenius_rel_tol"))
     if solver_kw is None:
         solver_kw = SCS_KW if solver.upper() == "SCS" else {}
     scale_sq = float(mvu_problem(data_scale * X, k).sq_dist.max())

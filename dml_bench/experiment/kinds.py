@@ -1,0 +1,15 @@
+"""The task kinds of the experiment stage by name: k-NN classification and retrieval
+(:mod:`.knn`: the same tasks, retrieval measuring more of each) and pair verification
+(:mod:`.verification_tasks`), each implementing :class:`~.kind.TaskKind`."""
+
+from __future__ import annotations
+
+from . import knn, verification_tasks
+from .kind import TaskKind
+
+
+def task_kind(exp) -> TaskKind:
+    """The kind of the experiment ``exp`` (its ``evaluation.task``)."""
+    # a retrieval experiment plans the (dataset, split, solver) tasks of a k-NN one
+    return {"knn": knn.KIND, "verification": verification_tasks.KIND,
+            "retrieval": knn.KIND}[exp.kind]

@@ -1,0 +1,72 @@
+"""The inverse-covariance baseline: ``M = Σ⁻¹`` of the training points, no labels.
+
+The classical Mahalanobis distance (Mahalanobis 1936): with the sample covariance
+``Σ = (1/(n−1)) Σ_i (x_i − x̄)(x_i − x̄)ᵀ`` (one GEMM of the centred points) and its
+eigendecomposition ``Σ = U Λ Uᵀ``, the map ``L = Λ^{−1/2} Uᵀ`` whitens the data and
+``M = LᵀL = Σ⁻¹``. A singular Σ (fewer points than dimensions, collinear features) has no
+inverse: the eigenvalues ``λ ≤ d · ε · λ_max`` (ε the float64 machine epsilon) count as zero and
+``M`` is the Moore–Penrose pseudo-inverse ``Σ⁺``, i.e. L whitens the range of Σ and drops the
+directions in which the training points do not vary.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import MetricLearner
+from .linalg import eigh_all
+
+
+class Covariance(MetricLearner):
+    """Mahalanobis distance of the training data's covariance: ``M = Σ⁻¹`` (``Σ⁺`` if singular).
+
+    No hyper-parameter, no labels (``y`` is ignored); see the module docstring for the
+    pseudo-inverse of a singular covariance.
+
+    Attributes
+    ----------
+    covariance_ : ndarray of shape (d, d)
+        Σ, the sample covariance (divisor n − 1, as ``numpy.cov``).
+    components_ : ndarray of shape (``rank_``, d)
+        ``L = Λ^{−1/2} Uᵀ`` over the eigenvalues of Σ counted as non-zero, in decreasing order
+        of variance (a single zero row when Σ = 0, all training points equal).
+    metric_ : ndarray of shape (d, d)
+        ``M = LᵀL = Σ⁻¹`` (``Σ⁺``).
+    rank_ : int
+        The number of eigenvalues of Σ counted as non-zero.
+    objective_, n_iter_, converged_ : float, int, bool
+        NaN, 0 and True: a closed form optimises nothing.
+    optimality_ : float
+        0.0 (``optimality_measure`` ``"closed_form"``).
+    trace_ : dict
+        Empty: there are no iterations.
+
+    References
+    ----------
+    P. C. Mahalanobis. On the generalised distance in statistics. Proceedings of the National
+    Institute of Sciences of India 2(1):49–55, 1936.
+    """
+
+    constraint_kind = "none"
+    optimality_measure = "closed_form"
+
+    _parameter_constraints: dict = {}  # no hyper-parameter
+
+    def _fit(self, X, y, constraints):
+        n, d = X.shape
+        centred = X - X.mean(axis=0)
+        C = centred.T @ centred / (n - 1)
+        lam, U = eigh_all(C)
+        keep = lam > d * np.finfo(float).eps * max(lam[-1], 0.0)
+        L = (U[:, keep] / np.sqrt(lam[keep])).T[::-1]
+        if not len(L):
+            L = np.zeros((1, d))
+        self.covariance_ = C
+        self.rank_ = int(keep.sum())
+        self.components_ = np.ascontiguousarray(L)
+        self.metric_ = L.T @ L
+        self.objective_ = float("nan")
+        self.n_iter_ = 0
+        self.converged_ = True
+        self.optimality_ = 0.0
+        self.trace_ = {}

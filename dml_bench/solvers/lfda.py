@@ -1,0 +1,229 @@
+"""LFDA: local Fisher discriminant analysis (Sugiyama 2007), a closed form.
+
+Fisher discriminant analysis written over pairs of points,
+``S = ½ Σ_ij W_ij (x_i − x_j)(x_i − x_j)ᵀ``, has the within-class weights ``W_ij = 1/n_c`` and the
+between-class weights ``1/n − 1/n_c`` for two points of the same class c (``n_c`` points) and
+``1/n`` for points of different classes. LFDA multiplies the same-class weights by an affinity
+``A_ij = exp(−‖x_i − x_j‖² / (σ_i σ_j))`` with the local scaling ``σ_i`` = the distance from
+``x_i`` to its k-th nearest neighbour in its own class (Zelnik-Manor & Perona 2005):
+
+    W^lw_ij = A_ij / n_c  (same class c),     0            (different classes)
+    W^lb_ij = A_ij (1/n − 1/n_c)  (same class),   1/n      (different classes)
+
+so that far-apart points of one class (several modes) are no longer pulled together. The
+embedding is spanned by the leading generalised eigenvectors of ``S^lb φ = λ S^lw φ``.
+
+A scatter ``½ Σ_ij W_ij (x_i − x_j)(x_i − x_j)ᵀ`` equals ``Xᵀ (diag(W𝟙) − W) X`` for a symmetric W
+(never a d×d matrix per pair). Splitting the weights into their class blocks,
+
+    S^lw = Σ_c S_A(c) / n_c
+    S^lb = S_m − Σ_c (n_c/n) S_c + Σ_c (1/n − 1/n_c) S_A(c)
+
+with ``S_m`` the total scatter ``Σ_i (x_i − x̄)(x_i − x̄)ᵀ``, ``S_c`` the scatter of class c about
+its mean (the blocks of ``1/n`` on the whole matrix minus ``1/n`` on the class blocks) and
+``S_A(c) = X_cᵀ (diag(A_c 𝟙) − A_c) X_c`` the affinity Laplacian product of class c: only the
+same-class affinities are ever formed, one class at a time and in row blocks of at most
+``_BLOCK_ELEMENTS`` entries, each a GEMM. With all affinities equal to 1, ``S^lw`` and ``S^lb`` are
+Fisher's within- and between-class scatters and LFDA is Fisher's discriminant analysis.
+"""
+
+from __future__ import annotations
+
+import time
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.linalg
+from sklearn.neighbors import NearestNeighbors
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from .base import MetricLearner, store_params
+
+EMBEDDINGS = ("weighted", "orthonormalized", "plain")
+#: S^lw counts as singular when its smallest eigenvalue is at most this times its largest
+_SINGULAR_RCOND = 1e-10
+#: entries of one row block of a class's affinity matrix (32 MiB of float64)
+_BLOCK_ELEMENTS = 1 << 22
+
+
+class LFDA(MetricLearner):
+    """Local Fisher discriminant analysis (Sugiyama 2007), the closed-form embedding.
+
+    ``fit`` builds the local within-class scatter ``S^lw`` and the local between-class scatter
+    ``S^lb`` (module docstring; both from class-wise affinities with local scaling), solves the
+    generalised eigenproblem ``S^lb φ = λ S^lw φ`` and keeps the eigenvectors of the
+    ``n_components`` largest eigenvalues, each scaled to unit Euclidean length. They maximise
+    the LFDA criterion ``tr((TᵀS^lwT)⁻¹ TᵀS^lbT)`` over d×r maps T, which any invertible r×r
+    recombination of the columns leaves unchanged: ``embedding`` fixes the metric in the
+    subspace. ``S^lb ⪰ 0`` (its weights are at least Fisher's between-class weights, which give a
+    PSD matrix), so the eigenvalues are non-negative up to round-off.
+
+    When ``S^lw`` is numerically singular (its smallest eigenvalue at most 10⁻¹⁰ times its
+    largest, e.g. fewer points than dimensions, or a class of one point), the ridge
+    ``δ = ridge · max(tr S^lw, tr S^lb) / d`` (δ = ``ridge`` if both traces are 0) is added to
+    it: the eigenproblem solved is then ``S^lb φ = λ (S^lw + δI) φ``.
+
+    Parameters
+    ----------
+    n_components : int or None, default=None
+        Dimension r of the embedding, at most d (None: d).
+    k : int, default=7
+        The neighbour of the local scaling σ_i (the paper's choice, 7); in a class of
+        ``n_c ≤ k`` points, its farthest other point (the ``n_c − 1``-th neighbour).
+    embedding : {"weighted", "orthonormalized", "plain"}, default="weighted"
+        The map T, with the unit-length eigenvectors φ_1, …, φ_r (λ_1 ≥ … ≥ λ_r):
+        ``"weighted"``, the paper's proposal, ``T = (√λ_1 φ_1 | … | √λ_r φ_r)`` (directions
+        weighted by how well they separate the classes locally); ``"orthonormalized"``, an
+        orthonormal basis of their span (the QR factor of ``(φ_1 | … | φ_r)``: distances are
+        those of the orthogonal projection on the LFDA subspace); ``"plain"``,
+        ``T = (φ_1 | … | φ_r)``.
+    ridge : float, default=1e-3
+        Relative ridge δ of a singular ``S^lw`` (see above); unused when ``S^lw`` is regular.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, d)
+        Tᵀ: the embedding is ``z = Tᵀx``.
+    metric_ : ndarray of shape (d, d)
+        ``M = T Tᵀ``.
+    eigenvalues_ : ndarray of shape (n_components,)
+        The generalised eigenvalues λ_1 ≥ … ≥ λ_r of the kept directions.
+    local_within_scatter_ : ndarray of shape (d, d)
+        ``S^lw`` (without the ridge).
+    local_between_scatter_ : ndarray of shape (d, d)
+        ``S^lb``.
+    ridge_ : float
+        The δ added to ``S^lw`` (0.0 when it is regular).
+    objective_ : float
+        The LFDA criterion at the returned subspace, ``λ_1 + … + λ_r``.
+    n_iter_ : int
+        0 (a closed form).
+    converged_ : bool
+        True.
+    optimality_ : float
+        0.0: a closed form (``optimality_measure`` ``"closed_form"``).
+    trace_ : dict
+        ``time``: the seconds of the fit (one entry).
+
+    References
+    ----------
+    M. Sugiyama. Dimensionality reduction of multimodal labeled data by local Fisher
+    discriminant analysis. JMLR 8:1027–1061, 2007.
+
+    L. Zelnik-Manor, P. Perona. Self-tuning spectral clustering. NIPS 17, 2005 (the local
+    scaling).
+    """
+
+    constraint_kind = "labels"
+    optimality_measure = "closed_form"
+
+    _parameter_constraints: dict = {
+        "n_components": [Interval(Integral, 1, None, closed="left"), None],
+        "k": [Interval(Integral, 1, None, closed="left")],
+        "embedding": [StrOptions(set(EMBEDDINGS))],
+        "ridge": [Interval(Real, 0, None, closed="neither")],
+    }
+
+    def __init__(self, n_components=None, k=7, embedding="weighted", ridge=1e-3):
+        store_params(self, locals())
+
+    def _fit(self, X, y, constraints):
+        if y is None:
+            raise ValueError("LFDA needs labels y")
+        start = time.perf_counter()
+        d = X.shape[1]
+        r = d if self.n_components is None else self.n_components
+        if r > d:
+            raise ValueError(f"n_components={r} exceeds the number of features ({d})")
+        _, codes = np.unique(y, return_inverse=True)
+        if codes.max() < 1:
+            raise ValueError("LFDA needs at least 2 classes in y")
+        S_lw, S_lb = local_scatters(X, codes.ravel(), self.k)
+        S_w, self.ridge_ = _regularised(S_lw, S_lb, self.ridge)
+        lam, Phi = scipy.linalg.eigh(S_lb, S_w)
+        lam, Phi = np.maximum(lam[::-1][:r], 0.0), Phi[:, ::-1][:, :r]
+        Phi = Phi / np.linalg.norm(Phi, axis=0)
+        if self.embedding == "weighted":
+            T = Phi * np.sqrt(lam)
+        elif self.embedding == "orthonormalized":
+            T = np.linalg.qr(Phi)[0]
+        else:
+            T = Phi
+        self.components_ = np.ascontiguousarray(T.T)
+        self.metric_ = T @ T.T
+        self.eigenvalues_ = lam
+        self.local_within_scatter_, self.local_between_scatter_ = S_lw, S_lb
+        self.objective_ = float(lam.sum())
+        self.n_iter_ = 0
+        self.converged_ = True
+        self.optimality_ = 0.0
+        self.trace_ = {"time": np.array([time.perf_counter() - start])}
+
+
+def local_scatters(X: np.ndarray, codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(S^lw, S^lb)`` of LFDA from the class blocks (module docstring).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    codes : ndarray of shape (n,)
+        Class of every point, as integers ``0 … c−1``.
+    k : int
+        Neighbour of the local scaling.
+    """
+    n, d = X.shape
+    centred = X - X.mean(axis=0)
+    S_lw = np.zeros((d, d))
+    S_lb = centred.T @ centred  # S_m
+    for c in range(codes.max() + 1):
+        Xc = X[codes == c]
+        n_c = len(Xc)
+        if n_c < 2:  # one point: no pair, its own scatter is 0
+            continue
+        Xc = Xc - Xc.mean(axis=0)
+        S_A = affinity_laplacian_product(Xc, local_scaling(Xc, k))
+        S_lw += S_A / n_c
+        S_lb += (1.0 / n - 1.0 / n_c) * S_A - (n_c / n) * (Xc.T @ Xc)
+    return (S_lw + S_lw.T) / 2, (S_lb + S_lb.T) / 2
+
+
+def local_scaling(Xc: np.ndarray, k: int) -> np.ndarray:
+    """σ_i: the distance from each point of ``Xc`` (one class, at least 2 points) to its k-th
+    nearest other point of the class (its farthest when the class has at most k others)."""
+    k = min(k, len(Xc) - 1)
+    # the query points are the fitted ones: each is its own first neighbour, at distance 0
+    dist, _ = NearestNeighbors(n_neighbors=k + 1).fit(Xc).kneighbors(Xc)
+    return dist[:, -1]
+
+
+def affinity_laplacian_product(Xc: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    """``Xcᵀ (diag(A𝟙) − A) Xc = ½ Σ_ij A_ij (x_i − x_j)(x_i − x_j)ᵀ`` for the affinities
+    ``A_ij = exp(−‖x_i − x_j‖² / (σ_i σ_j))``, by row blocks of A (two GEMMs each).
+
+    A pair with ``σ_i σ_j = 0`` (a point whose k-th neighbour coincides with it) and distinct
+    points has affinity 0, the limit of the formula; coinciding points add nothing to the sum.
+    """
+    n_c, d = Xc.shape
+    sq = np.einsum("ij,ij->i", Xc, Xc)
+    block = max(1, _BLOCK_ELEMENTS // n_c)
+    S = np.zeros((d, d))
+    for s in range(0, n_c, block):
+        rows = Xc[s:s + block]
+        dist = np.maximum(sq[s:s + block, None] + sq[None, :] - 2.0 * rows @ Xc.T, 0.0)
+        scale = np.outer(sigma[s:s + block], sigma)
+        positive = scale > 0
+        A = np.where(positive, np.exp(-dist / np.where(positive, scale, 1.0)), 0.0)
+        S += (rows * A.sum(axis=1)[:, None]).T @ rows - rows.T @ (A @ Xc)
+    return S
+
+
+def _regularised(S_lw: np.ndarray, S_lb: np.ndarray, ridge: float) -> tuple[np.ndarray, float]:
+    """``(S^lw + δI, δ)``: δ = 0 for a regular ``S^lw``, else the relative ``ridge`` (see
+    :class:`LFDA`)."""
+    lam = np.linalg.eigvalsh(S_lw)
+    if lam[0] > _SINGULAR_RCOND * max(lam[-1], 0.0):
+        return S_lw, 0.0
+    d = len(S_lw)
+    scale = max(np.trace(S_lw), np.trace(S_lb)) / d
+    delta = float(ridge * (scale if scale > 0 else 1.0))
+    return S_lw + delta * np.eye(d), delta
