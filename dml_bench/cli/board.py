@@ -37,7 +37,7 @@ from .base import _check_jobs, _exit_on_sigterm, _fail, main
 @click.option("--supersede", is_flag=True,
               help="Move finished rows of tasks the board no longer has (a changed protocol "
                    "setting) to *_superseded.csv; without it such a run stops and lists them.")
-@click.option("--results-dir", type=click.Path(file_okay=False), default="results",
+@click.option("--results-dir", "--out", type=click.Path(file_okay=False), default="results",
               show_default=True)
 @click.pass_obj
 def leaderboard(obj, quick, config_path, datasets, solvers, n_jobs, backend, scheduler, budget,

@@ -62,7 +62,7 @@ def validate(config, overrides):
 @click.option("--supersede", is_flag=True,
               help="Move finished rows of tasks the config no longer has (changed settings or "
                    "data) to runs_superseded.csv; without it such a run stops and lists them.")
-@click.option("--results-dir", default="results", show_default=True, type=click.Path(),
+@click.option("--results-dir", "--out", default="results", show_default=True, type=click.Path(),
               help="Parent folder of the experiment's results folder.")
 @_label_options("the config", "the others stay to be run later into the same results.")
 @click.pass_obj
@@ -114,7 +114,7 @@ def run(obj, config, overrides, n_jobs, backend, scheduler, timing, force, super
 @click.argument("results_dirs", nargs=-1, type=click.Path(file_okay=False, exists=True))
 @click.option("--all", "all_targets", is_flag=True,
               help="Write RESULTS_ROOT/REPRODUCTION.md and .html over every reproduction target.")
-@click.option("--results-root", type=click.Path(file_okay=False), default="results",
+@click.option("--results-root", "--out", type=click.Path(file_okay=False), default="results",
               show_default=True, help="With --all: where the targets' results are.")
 @click.option("--readme", type=click.Path(dir_okay=False, exists=True),
               help="Also regenerate the status table between the markers of this README.")

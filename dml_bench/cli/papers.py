@@ -27,7 +27,7 @@ from .base import (_FORCE, _FORCE_SUPERSEDE, _check_jobs, _exit_on_sigterm, _fai
 @_FORCE
 @click.option("--supersede", is_flag=True,
               help="Move finished rows of tasks the config no longer has to *_superseded.csv.")
-@click.option("--results-dir", type=click.Path(file_okay=False), default="results",
+@click.option("--results-dir", "--out", type=click.Path(file_okay=False), default="results",
               show_default=True)
 @_label_options("the target's config", "the report lists the tasks still to run.")
 @click.pass_obj

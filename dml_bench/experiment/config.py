@@ -12,7 +12,6 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +20,11 @@ import yaml
 from ..common import safe_yaml
 from ..constraints import GENERATORS
 from ..preprocess import Preprocessing
-from .sections import (FOLD_SOURCES, IDENTITY_SOURCES, LFW_TABLES,
-                       ConstraintSpec, DatasetEntry, RetrievalSpec, EvaluationSpec, ExecutionSpec,
-                       Experiment, SolverEntry, SplitSpec, Tune, VerificationSpec)
+from .sections import (ConstraintSpec, DatasetEntry, EvaluationSpec, ExecutionSpec, Experiment,
+                       SolverEntry, SplitSpec, Tune)
 from .entries import bare_name, expand_suites, named_path, source_entry
+from .kind import ConfigRules
+from .kinds import kind_named
 from .schema import (
     CEILINGS,
     CONSTRAINTS,
@@ -39,8 +39,7 @@ from .schema import (
     SPLIT,
     TOP,
     TUNE,
-    RETRIEVAL_KEYS,
-    VERIFICATION_KEYS,
+    TASKS,
     ConfigError,
     Reader,
     check_params,
@@ -201,14 +200,13 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
     split = _read_split(r, top["split"])
     cons = _read_constraints(r, top["constraints"])
     evaluation = _read_evaluation(r, top["evaluation"])
-    verifying = evaluation["task"] == "verification"
+    rules = kind_named(evaluation["task"]).config
     execution = _read_execution(r, top["execution"])
-    datasets, data_paths = _read_datasets(r, top["datasets"], split, verifying, check_data)
-    solvers = _read_solvers(r, top["solvers"], split, verifying)
+    datasets, data_paths = _read_datasets(r, top["datasets"], split, rules, check_data)
+    solvers = _read_solvers(r, top["solvers"], split, rules)
     _check_dataset_solvers(r, datasets, solvers)
     paper = _read_paper_table(r, top["paper_table"])
-    verification = (_read_verification(r, evaluation, [d for _, d in datasets], solvers)
-                    if verifying else None)
+    options = rules.read(r, evaluation, [d for _, d in datasets], solvers) if rules.read else {}
     exp = Experiment(
         name=top["name"], description=top["description"], datasets=tuple(d for _, d in datasets),
         solvers=tuple(solvers), paper_table=paper, data_paths=tuple(data_paths),
@@ -216,15 +214,14 @@ def parse_config(data: Any, source: str = "<config>", check_data: bool = True) -
                            "validation_fraction": float(split["validation_fraction"])}),
         constraints=ConstraintSpec(cons["generator"], tuple(sorted(cons["params"].items()))),
         evaluation=EvaluationSpec(evaluation["task"], evaluation["knn_k"],
-                                  evaluation["tie_break"], evaluation["save_traces"], verification,
-                                  _retrieval(evaluation)),
+                                  evaluation["tie_break"], evaluation["save_traces"], **options),
         execution=ExecutionSpec(**execution),
         figures=_read_figures(r, top["figures"], evaluation, [d for _, d in datasets],
                               solvers),
         notes={str(k): str(v) for k, v in top["notes"].items()},
         protocol=_read_protocol(r, top["protocol"]),
     )
-    if check_data and not verifying:
+    if check_data and rules.class_sizes:
         _check_class_sizes(r, exp)
     return exp
 
@@ -265,25 +262,17 @@ def _read_constraints(r: Reader, section: Any) -> dict:
 
 
 def _read_evaluation(r: Reader, section: Any) -> dict:
-    """The ``evaluation:`` section: the task kind and its k-NN rule; the verification keys are
-    only checked for being given to a k-NN experiment here (see :func:`_read_verification`)."""
+    """The ``evaluation:`` section: the task kind and its k-NN rule; the keys of another kind
+    than the one named are refused here, the kind's own keys are read by its rules
+    (:attr:`~dml_bench.experiment.kind.TaskKind.config`)."""
     evaluation = r.section(section, EVALUATION, "evaluation")
-    for kind, keys in (("verification", VERIFICATION_KEYS), ("retrieval", RETRIEVAL_KEYS)):
-        stray = [k for k in keys if evaluation[k] is not None]
-        r.check(evaluation["task"] == kind or not stray, "evaluation",
-                f"{stray} apply to `task: {kind}` only (this is a "
-                f"{ {'knn': 'k-NN'}.get(evaluation['task'], evaluation['task'])} experiment)")
-    r.check(evaluation["task"] != "retrieval" or evaluation["query_class"] is not None,
-            "evaluation.query_class", "a retrieval experiment names the class whose test points "
-            "are the queries")
+    task = evaluation["task"]
+    for other in TASKS:
+        stray = [k for k in kind_named(other).config.keys if evaluation[k] is not None]
+        r.check(other == task or not stray or set(stray) <= set(kind_named(task).config.keys),
+                "evaluation", f"{stray} apply to `task: {other}` only (this is a "
+                f"{kind_named(task).config.name} experiment)")
     return evaluation
-
-
-def _retrieval(evaluation: dict) -> RetrievalSpec | None:
-    """The :class:`RetrievalSpec` of ``task: retrieval`` (``top`` defaults to 20), else None."""
-    if evaluation["task"] != "retrieval":
-        return None
-    return RetrievalSpec(evaluation["query_class"], evaluation["top"] or 20)
 
 
 def _read_execution(r: Reader, section: Any) -> dict:
@@ -291,7 +280,7 @@ def _read_execution(r: Reader, section: Any) -> dict:
     return r.section(section, EXECUTION, "execution")
 
 
-def _read_datasets(r: Reader, entries: list, split: dict, verifying: bool,
+def _read_datasets(r: Reader, entries: list, split: dict, rules: ConfigRules,
                    check_data: bool) -> tuple[list, list]:
     """The ``datasets:`` section as ``(key path, DatasetEntry)`` pairs (an OpenML suite's
     datasets share its key path) and the ``(label, file)`` of named entries given a ``path:``."""
@@ -302,7 +291,7 @@ def _read_datasets(r: Reader, entries: list, split: dict, verifying: bool,
     for p, entry in expand_suites(r, entries):
         entry, data_path = named_path(r, bare_name(entry), p)
         d = r.section(source_entry(r, entry, p, check_data), DATASET, p)
-        r.name(DATASETS, d["name"], f"{p}.name", extra=LFW_TABLES if verifying else None)
+        r.name(DATASETS, d["name"], f"{p}.name", extra=rules.extra_datasets or None)
         if data_path:
             data_paths.append((d["label"] or d["name"], data_path))
         if split["predefined"]:
@@ -316,7 +305,7 @@ def _read_datasets(r: Reader, entries: list, split: dict, verifying: bool,
     return datasets, data_paths
 
 
-def _read_solvers(r: Reader, entries: list, split: dict, verifying: bool) -> list[SolverEntry]:
+def _read_solvers(r: Reader, entries: list, split: dict, rules: ConfigRules) -> list[SolverEntry]:
     """The ``solvers:`` section: registered (or planned) solvers, their parameters and grids."""
     from ..solvers import PLANNED, SOLVERS
 
@@ -330,7 +319,7 @@ def _read_solvers(r: Reader, entries: list, split: dict, verifying: bool) -> lis
             cls = r.plugin(SOLVERS, s["name"], f"{p}.name")
             check_params(r, cls, s["params"], f"{p}.params")
             check_values(r, cls, s["params"], f"{p}.params")
-        tune = s["tune"] and _read_tune(r, s, split, f"{p}.tune", view1=verifying)
+        tune = s["tune"] and _read_tune(r, s, split, f"{p}.tune", view1=rules.tune_on_view1)
         solvers.append(SolverEntry(s["name"], s["label"] or s["name"], dict(s["params"]), tune))
     unique_labels(r, [s.label for s in solvers], "solvers", "solver label")
     return solvers
@@ -370,57 +359,6 @@ def _read_protocol(r: Reader, entries: list) -> tuple:
                 "where the paper is silent)")
         out.append({k: " ".join(v.split()) for k, v in p.items() if v})
     return tuple(out)
-
-
-def _read_verification(r: Reader, evaluation: dict, datasets: list, solvers: list):
-    """The ``evaluation:`` options of ``task: verification`` as a :class:`VerificationSpec`
-    (docs/config.md)."""
-    from ..datasets import DATASETS
-    from ..solvers import SOLVERS
-
-    given = {k: evaluation[k] for k in VERIFICATION_KEYS if evaluation[k] is not None}
-    spec = VerificationSpec(**{k: v for k, v in given.items() if k != "n_triplets"})
-    r.check(spec.folds in FOLD_SOURCES, "evaluation.folds",
-            f"must be one of {', '.join(FOLD_SOURCES)}, got {spec.folds!r}")
-    r.check(spec.identities in IDENTITY_SOURCES, "evaluation.identities",
-            f"must be one of {', '.join(IDENTITY_SOURCES)}, got {spec.identities!r}")
-    if spec.folds == "lfw":
-        extra = sorted(set(given) & {"n_folds", "n_matched", "n_mismatched"})
-        r.check(not extra, "evaluation", f"{extra} apply to drawn folds only (folds: drawn); "
-                "LFW's folds are those of pairs.txt")
-    r.check(spec.n_folds >= 2, "evaluation.n_folds", "needs at least 2 folds (train on the others)")
-    triplets = given.get("n_triplets")
-    labels = [d.label for d in datasets]
-    if isinstance(triplets, dict):
-        unknown = sorted(set(triplets) - set(labels))
-        r.check(not unknown, "evaluation.n_triplets",
-                f"unknown dataset label(s) {unknown}; labels: {', '.join(labels)}")
-        bad = [k for k, v in triplets.items() if not isinstance(v, int) or isinstance(v, bool) or v < 1]
-        r.check(not bad, "evaluation.n_triplets", f"must map dataset labels to positive counts: {bad}")
-        for label, count in triplets.items():
-            r.within(f"evaluation.n_triplets.{label}", count, "evaluation.n_triplets")
-        spec = replace(spec, n_triplets_by_dataset=tuple(triplets.items()))
-    elif triplets is not None:
-        r.check(triplets >= 1, "evaluation.n_triplets", "must be at least 1")
-        spec = replace(spec, n_triplets=triplets)
-    for i, d in enumerate(datasets):
-        lfw = d.name in LFW_TABLES
-        r.check(lfw == (spec.folds == "lfw"), f"datasets[{i}].name",
-                f"{d.name!r} with folds: {spec.folds}: LFW descriptors ({', '.join(LFW_TABLES)}) "
-                "take LFW's folds (folds: lfw), any other labelled dataset drawn folds (folds: drawn)")
-        r.check(lfw or d.name in DATASETS, f"datasets[{i}].name", f"unknown dataset {d.name!r}")
-        r.check(d.preprocessing.downscale is None and d.preprocessing.dtype == "float64",
-                f"datasets[{i}]", "downscale and dtype do not apply to verification (normalize, "
-                "sqrt and pca do)")
-    for i, s in enumerate(solvers):
-        if s.name in SOLVERS:
-            kind = SOLVERS[s.name](**s.params).constraint_kind
-            r.check(kind != "labels", f"solvers[{i}].name",
-                    f"{s.name} needs class labels, which the restricted verification setting has "
-                    "not (pair and triplet solvers, or euclidean)")
-        r.check(not s.tune or spec.folds == "lfw", f"solvers[{i}].tune",
-                "tuning uses LFW's View 1, which drawn folds have not")
-    return spec
 
 
 def _read_figures(r: Reader, figures: list, evaluation: dict, datasets: Sequence = (),

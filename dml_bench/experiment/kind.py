@@ -10,7 +10,38 @@ the report's :data:`~dml_bench.report.knn.REPORTS`) and never branch on it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ConfigRules:
+    """What a task kind changes in the reading of a config
+    (:func:`~dml_bench.experiment.config.parse_config`).
+
+    Attributes
+    ----------
+    name : str
+        The kind in messages (``"k-NN"``).
+    keys : tuple of str
+        The ``evaluation:`` keys that only this kind takes (refused for another kind).
+    read : callable or None
+        ``read(reader, evaluation, datasets, solvers)``: the kind's fields of
+        :class:`~dml_bench.experiment.sections.EvaluationSpec` from its keys, checked (a
+        one-line :class:`~dml_bench.experiment.schema.ConfigError` at the key path).
+    extra_datasets : dict
+        Dataset names the kind takes beyond the catalogue, with what they are.
+    tune_on_view1 : bool
+        ``tune:`` blocks give a grid only (LFW's View 1 chooses), no ``cv`` or ``validation``.
+    class_sizes : bool
+        ``k`` targets are checked against the smallest class of the training part.
+    """
+
+    name: str
+    keys: tuple = ()
+    read: Callable | None = None
+    extra_datasets: dict = field(default_factory=dict)
+    tune_on_view1: bool = False
+    class_sizes: bool = True
 
 
 @dataclass(frozen=True)
@@ -28,8 +59,11 @@ class TaskKind:
     data_problem : callable
         ``data_problem(exp, data, load)``: why data that the kind reads beyond the catalogue's
         datasets (each checked by the target's ``requires``) cannot be had, or None.
+    config : ConfigRules
+        How the kind's configs are read.
     """
 
     all_tasks: Callable
     missing_data: Callable
     data_problem: Callable
+    config: ConfigRules = ConfigRules("k-NN")

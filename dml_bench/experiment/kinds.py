@@ -8,8 +8,13 @@ from . import knn, verification_tasks
 from .kind import TaskKind
 
 
-def task_kind(exp) -> TaskKind:
-    """The kind of the experiment ``exp`` (its ``evaluation.task``)."""
+def kind_named(name: str) -> TaskKind:
+    """The task kind of ``evaluation.task: <name>``."""
     # a retrieval experiment plans the (dataset, split, solver) tasks of a k-NN one
     return {"knn": knn.KIND, "verification": verification_tasks.KIND,
-            "retrieval": knn.KIND}[exp.kind]
+            "retrieval": knn.RETRIEVAL}[name]
+
+
+def task_kind(exp) -> TaskKind:
+    """The kind of the experiment ``exp`` (its ``evaluation.task``)."""
+    return kind_named(exp.kind)

@@ -10,6 +10,7 @@ tuning fits (:mod:`dml_bench.run.tuning`) and the benchmarks.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -23,8 +24,9 @@ import scipy.sparse
 
 from ..constraints import generate as generate_constraints
 from ..splits import derive_seed, split_indices, subsample_indices, tuning_parts
-from .kind import TaskKind
-from .sections import ConstraintSpec, DEFAULT_PLACE, DataPlace, DatasetEntry, EvaluationSpec, Experiment, SolverEntry, SplitSpec
+from .kind import ConfigRules, TaskKind
+from .schema import RETRIEVAL_KEYS
+from .sections import RetrievalSpec, ConstraintSpec, DEFAULT_PLACE, DataPlace, DatasetEntry, EvaluationSpec, Experiment, SolverEntry, SplitSpec
 
 
 @dataclass(frozen=True)
@@ -279,6 +281,18 @@ def _no_extra_data(exp: Experiment, data: DataPlace = DEFAULT_PLACE, load: bool 
     return None
 
 
+def _read_retrieval(r, evaluation: dict, datasets: list, solvers: list) -> dict:
+    """The :class:`~dml_bench.experiment.sections.RetrievalSpec` of ``task: retrieval``
+    (``top`` defaults to 20): its query class is required."""
+    r.check(evaluation["query_class"] is not None, "evaluation.query_class",
+            "a retrieval experiment names the class whose test points are the queries")
+    return {"retrieval": RetrievalSpec(evaluation["query_class"], evaluation["top"] or 20)}
+
+
 #: the k-NN classification task kind (:class:`~dml_bench.experiment.kind.TaskKind`)
 KIND = TaskKind(all_tasks=lambda exp, data=DEFAULT_PLACE: list(all_tasks(exp, data)),
              missing_data=_missing_data, data_problem=_no_extra_data)
+
+#: the retrieval task kind: the k-NN kind's tasks, with the retrieval keys of ``evaluation:``
+RETRIEVAL = dataclasses.replace(KIND, config=ConfigRules("retrieval", RETRIEVAL_KEYS,
+                                                         _read_retrieval))

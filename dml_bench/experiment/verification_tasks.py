@@ -24,8 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kind import TaskKind
-from .sections import DEFAULT_PLACE, DataPlace, VerificationSpec
+from .kind import ConfigRules, TaskKind
+from .schema import VERIFICATION_KEYS
+from .sections import (DEFAULT_PLACE, FOLD_SOURCES, IDENTITY_SOURCES, LFW_TABLES, DataPlace,
+                       VerificationSpec)
 from .verification import (RestrictedSplit, accuracy, best_threshold, draw_pair_folds,
                            fit_pair_solver, lfw_pair_folds, local_pairs, merged_roc,
                            preprocess_fold, project_fold, restricted_split, squared_distances)
@@ -291,5 +293,60 @@ def _missing_data(exp, data: DataPlace = DEFAULT_PLACE) -> list[str]:
     return [d.label for d in exp.datasets] if data_problem(exp, data, load=False) else []
 
 
+def _read_verification(r, evaluation: dict, datasets: list, solvers: list) -> dict:
+    """The ``evaluation:`` options of ``task: verification`` as a :class:`VerificationSpec`
+    (docs/config.md), checked with the config's reader ``r``."""
+    from dataclasses import replace
+
+    from ..datasets import DATASETS
+    from ..solvers import SOLVERS
+
+    given = {k: evaluation[k] for k in VERIFICATION_KEYS if evaluation[k] is not None}
+    spec = VerificationSpec(**{k: v for k, v in given.items() if k != "n_triplets"})
+    r.check(spec.folds in FOLD_SOURCES, "evaluation.folds",
+            f"must be one of {', '.join(FOLD_SOURCES)}, got {spec.folds!r}")
+    r.check(spec.identities in IDENTITY_SOURCES, "evaluation.identities",
+            f"must be one of {', '.join(IDENTITY_SOURCES)}, got {spec.identities!r}")
+    if spec.folds == "lfw":
+        extra = sorted(set(given) & {"n_folds", "n_matched", "n_mismatched"})
+        r.check(not extra, "evaluation", f"{extra} apply to drawn folds only (folds: drawn); "
+                "LFW's folds are those of pairs.txt")
+    r.check(spec.n_folds >= 2, "evaluation.n_folds", "needs at least 2 folds (train on the others)")
+    triplets = given.get("n_triplets")
+    labels = [d.label for d in datasets]
+    if isinstance(triplets, dict):
+        unknown = sorted(set(triplets) - set(labels))
+        r.check(not unknown, "evaluation.n_triplets",
+                f"unknown dataset label(s) {unknown}; labels: {', '.join(labels)}")
+        bad = [k for k, v in triplets.items() if not isinstance(v, int) or isinstance(v, bool) or v < 1]
+        r.check(not bad, "evaluation.n_triplets", f"must map dataset labels to positive counts: {bad}")
+        for label, count in triplets.items():
+            r.within(f"evaluation.n_triplets.{label}", count, "evaluation.n_triplets")
+        spec = replace(spec, n_triplets_by_dataset=tuple(triplets.items()))
+    elif triplets is not None:
+        r.check(triplets >= 1, "evaluation.n_triplets", "must be at least 1")
+        spec = replace(spec, n_triplets=triplets)
+    for i, d in enumerate(datasets):
+        lfw = d.name in LFW_TABLES
+        r.check(lfw == (spec.folds == "lfw"), f"datasets[{i}].name",
+                f"{d.name!r} with folds: {spec.folds}: LFW descriptors ({', '.join(LFW_TABLES)}) "
+                "take LFW's folds (folds: lfw), any other labelled dataset drawn folds (folds: drawn)")
+        r.check(lfw or d.name in DATASETS, f"datasets[{i}].name", f"unknown dataset {d.name!r}")
+        r.check(d.preprocessing.downscale is None and d.preprocessing.dtype == "float64",
+                f"datasets[{i}]", "downscale and dtype do not apply to verification (normalize, "
+                "sqrt and pca do)")
+    for i, s in enumerate(solvers):
+        if s.name in SOLVERS:
+            kind = SOLVERS[s.name](**s.params).constraint_kind
+            r.check(kind != "labels", f"solvers[{i}].name",
+                    f"{s.name} needs class labels, which the restricted verification setting has "
+                    "not (pair and triplet solvers, or euclidean)")
+        r.check(not s.tune or spec.folds == "lfw", f"solvers[{i}].tune",
+                "tuning uses LFW's View 1, which drawn folds have not")
+    return {"verification": spec}
+
+
 #: the pair-verification task kind (:class:`~dml_bench.experiment.kind.TaskKind`)
-KIND = TaskKind(all_tasks=verification_tasks, missing_data=_missing_data, data_problem=data_problem)
+KIND = TaskKind(all_tasks=verification_tasks, missing_data=_missing_data, data_problem=data_problem,
+                config=ConfigRules("verification", VERIFICATION_KEYS, _read_verification,
+                                   LFW_TABLES, tune_on_view1=True, class_sizes=False))

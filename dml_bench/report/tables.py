@@ -312,26 +312,27 @@ def latex_table(tabular_text: str, caption: str) -> str:
                       tabular_text.rstrip("\n"), "\\end{table}", ""])
 
 
-def splits_phrase(counts: pd.Series, config: Mapping[str, Any] | None = None) -> str:
+def splits_phrase(counts: pd.Series, config: Mapping[str, Any] | None = None,
+                  unit: str | None = None) -> str:
     """"N random 70/30 training/test splits" for a caption: the split counts of the cells (a
     range where they differ) and the config's fractions (``split.train_fraction``, default 0.7);
-    "N test folds" for a pair-verification config."""
+    with ``unit`` (a verification report's "test fold"), "N <unit>s"."""
     counts = pd.to_numeric(counts, errors="coerce").dropna().astype(int)
     low, high = (int(counts.min()), int(counts.max())) if len(counts) else (0, 0)
     n, plural = (f"{low}" if low == high else f"{low}--{high}"), "s" * (high != 1)
-    if ((config or {}).get("evaluation") or {}).get("task") == "verification":
-        return f"{n} test fold{plural}"
+    if unit:
+        return f"{n} {unit}{plural}"
     train = float(((config or {}).get("split") or {}).get("train_fraction", 0.7))
     return (f"{n} random {round(100 * train):d}/{round(100 * (1 - train)):d} training/test "
             f"split{plural}")
 
 
 def comparison_caption(comparison: pd.DataFrame, table: PaperTable,
-                       config: Mapping[str, Any] | None = None) -> str:
+                       config: Mapping[str, Any] | None = None, unit: str | None = None) -> str:
     """The caption of :func:`comparison_to_latex`'s table: which paper table, the quantity with
     its unit, our split count, and what the last two columns mean."""
     ran = comparison.loc[comparison["status"] != "not run", "n"]
-    ours = f"ours over {splits_phrase(ran, config)}" if len(ran) else "none of ours run yet"
+    ours = f"ours over {splits_phrase(ran, config, unit)}" if len(ran) else "none of ours run yet"
     source = f"{tex(table.key.split('/')[0])}, Table {table.number}"
     if table.quantity == "fit_time":
         what = (f"fit time (s), mean (std) ({ours}); Diff.\\ = ours $-$ paper (s); Ratio = "

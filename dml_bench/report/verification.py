@@ -146,7 +146,8 @@ def write_verification_report(results_dir) -> dict[str, Path]:
     config = read_config(results_dir)
     summary, roc = summarize_verification(runs, results_dir, config)
     caption = (f"Pair-verification accuracy (\\%), mean $\\pm$ standard error over "
-               f"{splits_phrase(summary['error_n'], config)}; the highest of each row in bold; "
+               f"{splits_phrase(summary['error_n'], config, 'test fold')}; the highest of each "
+               "row in bold; "
                "-- not run.")
     outputs = {"summary.csv": summary, "table.tex": latex_table(verification_latex(summary),
                                                                 caption), "roc.csv": roc}
@@ -155,7 +156,7 @@ def write_verification_report(results_dir) -> dict[str, Path]:
         stem = "comparison_" + key.replace("/", "_")
         outputs[f"{stem}.csv"] = comparison
         outputs[f"{stem}.tex"] = latex_table(comparison_to_latex(comparison), comparison_caption(
-            comparison, load_paper_table(key), config))
+            comparison, load_paper_table(key), config, "test fold"))
     written = {name: write_output(results_dir, name, content) for name, content in outputs.items()}
     figures = output_dir(results_dir, "figures")
     for dataset, curves in roc.groupby("dataset", sort=False):
