@@ -379,12 +379,51 @@ def execution_backend(backend: str, scheduler: str | None, n_jobs: int):
     if backend != "dask":
         yield
         return
-    with _dask_client(scheduler, n_jobs) as (client, address), parallel_config(backend="dask"):
+    with _dask_client(scheduler, n_jobs) as (client, address), parallel_config(backend="dask"), \
+            _closed_when_lost(client):
         token = _CLUSTER.set((client, address))
         try:
             yield
         finally:
             _CLUSTER.reset(token)
+
+
+#: how long a client may stay out of its "running" state (reconnecting to a scheduler that is
+#: gone) before the run closes it, so that the tasks it waits for fail instead of hanging
+LOST_SCHEDULER_GRACE = 5.0
+
+
+@contextlib.contextmanager
+def _closed_when_lost(client, grace: float = LOST_SCHEDULER_GRACE):
+    """Watch ``client`` from a daemon thread while the run uses it: once it has not been
+    "running" for ``grace`` seconds (its scheduler lost), close it. Its futures are then
+    cancelled, so the row loop ends with :class:`SchedulerLost` (:func:`execute`) instead of
+    waiting for a reconnection that does not come."""
+    import threading
+    import time
+
+    stop = threading.Event()
+
+    def watch():
+        since = None
+        while not stop.wait(0.25):
+            if client.status == "running":
+                since = None
+            elif client.status in ("closing", "closed"):
+                return
+            elif since is None:
+                since = time.monotonic()
+            elif time.monotonic() - since >= grace:
+                _close(client)
+                return
+
+    thread = threading.Thread(target=watch, name="dml-bench-scheduler-watch", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
 
 
 @contextlib.contextmanager
