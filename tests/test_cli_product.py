@@ -133,11 +133,12 @@ def test_python_dash_m_runs_the_command():
     (["run", "x.yaml", "--backend", "foo"], "Invalid value for '--backend'"),
     (["run"], "Missing argument 'CONFIG'"),
     (["nosuch"], "No such command 'nosuch'"),
-    (["reproduce", "--bogus"], "No such option '--bogus'"),
+    (["reproduce", "--bogus"], "--bogus"),  # click words it "No such option[:] ['--bogus']"
 ])
 def test_a_bad_option_or_argument_is_one_line(args, problem):
     result, out = invoke(*args)
     assert result.exit_code == 2 and out.count("\n") == 1 and problem in out, out
+    assert args[0] != "reproduce" or "No such option" in out
     assert out.startswith("error: ") and "--help" in out
 
 
