@@ -254,3 +254,94 @@ def test_bad_parameters_are_refused():
                    {"bounds": (-1.0, 2.0)}):
         with pytest.raises(ValueError):
             ITML(**params).fit(X, constraints=c)
+
+
+# -- prior: M₀ of the LogDet divergence --------------------------------------------------------
+
+
+def sym_power(S, p):
+    """S^p of a symmetric positive definite S by its eigendecomposition (S^{1/2}, S^{-1/2})."""
+    lam, U = np.linalg.eigh(S)
+    return (U * lam**p) @ U.T
+
+
+def logdet_divergence(M, M0):
+    """``tr(M M₀⁻¹) − log det(M M₀⁻¹) − d``, written out with solve and slogdet."""
+    P = np.linalg.solve(M0, M)
+    return float(np.trace(P) - np.linalg.slogdet(P)[1] - len(M))
+
+
+@pytest.mark.parametrize("prior", ["covariance", "array"])
+def test_a_prior_is_the_identity_prior_on_whitened_points(prior):
+    """D_ld(RᵀMR, RᵀM₀R) = D_ld(M, M₀): ITML with M₀ on X is ITML with I on X M₀^{1/2}."""
+    X, c = tiny_problem(5, n=20, n_similar=15, n_dissimilar=20)
+    rng = np.random.default_rng(1)
+    B = rng.normal(size=(4, 4))
+    M0 = (np.linalg.inv(np.cov(X.T, bias=True)) if prior == "covariance"
+          else B @ B.T + 0.5 * np.eye(4))
+    model = fit(X, c, prior="covariance" if prior == "covariance" else M0, tol=1e-8)
+    R = sym_power(M0, 0.5)  # a factor of M₀ other than the Cholesky one the code uses
+    white = fit(X @ R, c, tol=1e-8)
+    assert model.converged_ and white.converged_ and model.n_iter_ == white.n_iter_
+    np.testing.assert_allclose(model.prior_, M0, rtol=1e-10)
+    np.testing.assert_allclose(model.bounds_, white.bounds_, rtol=1e-10)  # squared d_{M₀}
+    np.testing.assert_allclose(model.metric_, R @ white.metric_ @ R,
+                               atol=1e-9 * np.abs(model.metric_).max())
+    assert model.objective_ == pytest.approx(white.objective_, rel=1e-9)
+    xi0 = np.where(np.arange(len(model.slack_)) < len(c.similar), *model.bounds_)
+    r = model.slack_ / xi0
+    assert model.objective_ == pytest.approx(
+        logdet_divergence(model.metric_, M0) + np.sum(r - np.log(r) - 1), rel=1e-9)
+
+
+def test_covariance_prior_reaches_the_convex_optimum():
+    X, c = tiny_problem(6, n=20)
+    model = fit(X, c, prior="covariance", tol=1e-10, max_proj=10**5)
+    assert model.converged_
+    u, l = model.bounds_
+    A = np.cov(X.T, bias=True)  # M₀⁻¹
+    d = X.shape[1]
+    M = cp.Variable((d, d), PSD=True)
+    xs, xd = cp.Variable(len(c.similar)), cp.Variable(len(c.dissimilar))
+    Ds, Dd = diffs(X, c.similar), diffs(X, c.dissimilar)
+    slack = (cp.sum(xs / u - cp.log(xs) + np.log(u) - 1)
+             + cp.sum(xd / l - cp.log(xd) + np.log(l) - 1))
+    objective = (cp.trace(A @ M) - cp.log_det(M) - np.linalg.slogdet(A)[1] - d + slack)
+    problem = cp.Problem(cp.Minimize(objective),
+                         [cp.sum(cp.multiply(Ds @ M, Ds), axis=1) <= xs,
+                          cp.sum(cp.multiply(Dd @ M, Dd), axis=1) >= xd])
+    problem.solve(solver="CLARABEL")
+    assert problem.status == "optimal"
+    assert abs(model.objective_ - problem.value) / abs(problem.value) < 1e-3
+    np.testing.assert_allclose(model.metric_, M.value, atol=1e-3 * np.abs(M.value).max())
+
+
+def test_random_prior_and_identity_prior():
+    from sklearn.datasets import make_spd_matrix
+
+    from dml_bench.solvers.base import identifying_params
+
+    X, c = tiny_problem(7)
+    model = fit(X, c, prior="random", random_state=3, max_iter=3)
+    np.testing.assert_array_equal(model.prior_, make_spd_matrix(4, random_state=3))
+    # "identity" is the fit from before the option existed: the default, and not in a task id
+    default, explicit = fit(X, c), fit(X, c, prior="identity")
+    np.testing.assert_array_equal(explicit.metric_, default.metric_)
+    np.testing.assert_array_equal(default.prior_, np.eye(4))
+    assert "prior" not in identifying_params(ITML())
+    assert identifying_params(ITML(prior="identity")) == identifying_params(ITML())
+    assert identifying_params(ITML(prior="covariance"))["prior"] == "covariance"
+    assert "prior" in identifying_params(ITML(prior=np.eye(4)))  # an array is never neutral
+
+
+@pytest.mark.parametrize("prior,message", [
+    ("cov", "'prior' parameter of ITML"), (np.eye(3), r"\(4, 4\) array"),
+    (-np.eye(4), "positive definite"), (np.triu(np.ones((4, 4))), "symmetric"),
+    (np.full((4, 4), np.nan), "finite")])
+def test_bad_priors_are_refused_in_one_line(prior, message):
+    X, c = tiny_problem(0)
+    with pytest.raises(ValueError, match=message) as err:
+        ITML(prior=prior).fit(X, constraints=c)
+    assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="covariance"):  # singular: 3 points in 4 dimensions
+        ITML(prior="covariance").fit(X[:3], constraints=Constraints([[0, 1]], [[0, 2]]))

@@ -237,3 +237,88 @@ def test_validation_zero_is_off():
     assert model.validation_error_ is None and np.isnan(model.trace_["validation_error"]).all()
     with pytest.raises(ValueError, match="validation"):
         fit(X, y, c, validation=1.0)
+
+
+# -- n_components: a rectangular L ------------------------------------------------------------
+
+
+def test_gradient_in_a_rectangular_L_matches_finite_differences():
+    rng, X, T, prob, _ = _random_state(2)
+    L = rng.normal(size=(2, X.shape[1]))  # k × d, k = 2 < d = 4
+    loss, state = prob.loss(L)
+    assert loss == pytest.approx(brute_loss(X, L.T @ L, T), rel=1e-12)
+    grad = 2 * L @ prob.gradient(state)
+    assert grad.shape == L.shape
+    h = 1e-6
+    for _ in range(5):
+        E = rng.normal(size=L.shape)
+        fd = (prob.loss(L + h * E)[0] - prob.loss(L - h * E)[0]) / (2 * h)
+        assert fd == pytest.approx(np.sum(grad * E), rel=1e-6, abs=1e-8)
+
+
+@pytest.mark.parametrize("impostors", ["given", "recompute"])
+def test_n_components_learns_a_rank_k_metric_on_the_same_loss(impostors):
+    from sklearn.decomposition import PCA
+
+    X, y, c = tiny_problem(1, n=30, max_triplets=10_000)
+    model = fit(X, y, c, n_components=2, impostors=impostors, max_iter=300)
+    assert model.components_.shape == (2, 4) and model.transform(X).shape == (30, 2)
+    np.testing.assert_allclose(model.components_.T @ model.components_, model.metric_,
+                               atol=1e-10)
+    assert np.linalg.matrix_rank(model.metric_, tol=1e-9 * np.abs(model.metric_).max()) <= 2
+    targets = np.unique(c.triplets[:, :2], axis=0)
+    triplets = (c.triplets if impostors == "given" else
+                np.array([(i, j, k) for (i, j), k in itertools.product(targets, range(len(y)))
+                          if y[k] != y[i]]))
+    assert model.objective_ == pytest.approx(brute_loss(X, model.metric_, triplets), rel=1e-9)
+    # it starts at the top 2 principal directions (scikit-learn's PCA) and descends from there
+    P = PCA(2).fit(X).components_
+    assert model.objective_ < 0.9 * brute_loss(X, P.T @ P, triplets)
+    if impostors == "given":
+        f = model.trace_["objective"]
+        assert np.all(np.diff(f) <= 1e-12 * np.abs(f[:-1]))
+        # a rank-2 M is feasible for the SDP Eq. (14): it cannot beat its optimum
+        assert model.objective_ >= sdp_optimum(X, c.triplets) * (1 - 1e-6)
+
+
+def test_n_components_starts_at_the_principal_directions():
+    from sklearn.decomposition import PCA
+
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 10)
+    X = rng.normal(scale=0.1, size=(20, 3))
+    X[:, 0] += 100 * y  # no impostor: the fit returns its starting L
+    model = fit(X, y, knn_triplets(X, y, k=2), n_components=1)
+    assert model.n_iter_ == 1 and model.n_active_ == 0 and model.components_.shape == (1, 3)
+    u = PCA(1).fit(X).components_[0]
+    np.testing.assert_allclose(model.metric_, np.outer(u, u), atol=1e-12)
+
+
+def test_n_components_d_is_the_default_fit_and_none_is_neutral():
+    from dml_bench.solvers.base import identifying_params
+
+    X, y, c = tiny_problem(2, n=40, max_triplets=10_000)
+    for impostors in ("given", "recompute"):
+        full = fit(X, y, c, impostors=impostors, max_iter=200)
+        rotated = fit(X, y, c, impostors=impostors, max_iter=200, n_components=4)
+        # the PCA start is a rotation of I: same distances, so the same iterates up to round-off
+        np.testing.assert_allclose(rotated.metric_, full.metric_, rtol=1e-8, atol=1e-10)
+        assert rotated.n_iter_ == full.n_iter_
+    explicit = fit(X, y, c, max_iter=50, n_components=None)
+    np.testing.assert_array_equal(explicit.components_, fit(X, y, c, max_iter=50).components_)
+    # None is the fit from before the option existed: it is not part of a result's identity
+    assert "n_components" not in identifying_params(LMNN())
+    assert identifying_params(LMNN(n_components=None)) == identifying_params(LMNN())
+    assert identifying_params(LMNN(n_components=2))["n_components"] == 2
+
+
+def test_n_components_faults_are_one_line():
+    X, y, c = tiny_problem(0, n=30)
+    for params, message in (({"n_components": 5}, "exceeds the number of features"),
+                            ({"n_components": 2, "solver": "M"}, "needs solver='L'"),
+                            ({"n_components": 0}, "n_components"),
+                            ({"n_components": 1.5}, "n_components")):
+        with pytest.raises(ValueError, match=message) as err:
+            LMNN(**params).fit(X, y, constraints=c)
+        assert "\n" not in str(err.value)
+    assert fit(X, y, c, n_components=4, solver="M", max_iter=20).components_.shape == (4, 4)

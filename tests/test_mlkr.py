@@ -102,7 +102,8 @@ def test_bookkeeping_of_an_l_bfgs_run():
     assert model.trace_["gradient_norm"][-1] == pytest.approx(model.optimality_, rel=1e-12)
     assert model.components_.shape == (2, 4)
     np.testing.assert_allclose(model.metric_, model.components_.T @ model.components_)
-    with pytest.warns(ConvergenceWarning, match="MLKR did not converge in 1 L-BFGS-B"):
+    with pytest.warns(ConvergenceWarning,
+                      match="MLKR did not converge: it reached the cap max_iter = 1 L-BFGS-B"):
         capped = MLKR(max_iter=1).fit(X, y)
     assert not capped.converged_ and capped.n_iter_ == 1
 

@@ -1,4 +1,6 @@
-"""Benchmark our LMNN, ITML, MMC, NCA and RCA side by side with metric-learn 0.7.0.
+"""Benchmark every algorithm dml-bench shares with metric-learn 0.7.0, side by side.
+
+The shared algorithms: LMNN, ITML, MMC, NCA, RCA, SDML, LSML, SCML, LFDA, MLKR and Covariance.
 
 Measures per (dataset, method, implementation, split) the fit's wall and CPU seconds (in the
 process that fits), its iterations and convergence, and the 3-NN test error in the learned space.
@@ -8,14 +10,18 @@ z-scored on the training part, with one BLAS thread and each library's default p
 k = 3 target/impostor constraints they consume, and
 :func:`~dml_bench.experiment.knn.fit_task_solver`);
 metric-learn's supervised classes (``LMNN``, ``ITML_Supervised``, ``MMC_Supervised``, ``NCA``,
-``RCA_Supervised``, ``random_state`` = the split's seed) draw their own constraints from the labels.
-``VARIANTS`` add rows of our solver with another stopping rule (ITML with metric-learn's),
-compared with the same metric-learn fits.
+``RCA_Supervised``, ``SDML_Supervised``, ``LSML_Supervised``, ``SCML_Supervised``, ``LFDA``,
+``MLKR``, ``Covariance``; ``random_state`` = the split's seed where the class takes one) draw
+their own constraints from the labels. ``VARIANTS`` add rows of our solver with another stopping
+rule or metric-learn's iteration budget (the matched-budget rows), compared with the same
+metric-learn fits.
 The error of both is the 3-NN error (:func:`dml_bench.evaluate.knn_predict`) on the transformed
 points, computed here; McNemar's exact test (``bench_float32.mcnemar_p``) compares the two on the
 test points of all splits pooled, so "equal error" is a statement with a p-value.
 
-metric-learn needs scikit-learn <= 1.5, so it runs in its own virtual environment (``PINS``, built
+metric-learn needs an older scikit-learn, so it runs in its own virtual environment (``PINS``: the
+scikit-learn of its release, 1.3, on which its SDML still finds ``graphical_lasso``'s ``cov_init``,
+removed in 1.4 and needed by every ``SDML`` fit; built
 on first use at ``--venv``, default ``$DMLBENCH_METRIC_LEARN_VENV`` or
 ``~/.cache/dml-bench/metric-learn-venv``) by ``metric_learn_worker.py``, which gets the splits in
 a temporary .npz and returns the transformed points (.npz) and timings (.json). Where that
@@ -52,13 +58,21 @@ from dml_bench.experiment.knn import Task, fit_task_solver, prepare_split
 #: method → (our solver, metric-learn class)
 METHODS = {"LMNN": ("lmnn", "LMNN"), "ITML": ("itml", "ITML_Supervised"),
            "MMC": ("xing", "MMC_Supervised"), "NCA": ("nca", "NCA"),
-           "RCA": ("rca", "RCA_Supervised")}
+           "RCA": ("rca", "RCA_Supervised"), "SDML": ("sdml", "SDML_Supervised"),
+           "LSML": ("lsml", "LSML_Supervised"), "SCML": ("scml", "SCML_Supervised"),
+           "LFDA": ("lfda", "LFDA"), "MLKR": ("mlkr", "MLKR"),
+           "Covariance": ("covariance", "Covariance")}
 #: our solver with another stopping rule, compared with the metric-learn fits of a method: ITML
 #: with metric-learn's own rule (``ITML_Supervised``: ``convergence_threshold=1e-3``,
 #: ``max_iter=1000`` sweeps) instead of our default, the authors' cap of 10⁵ projections (14
 #: sweeps over digits' 7 572 pairs)
 VARIANTS = {"ITML, metric-learn's stopping rule": (
-    "ITML", {"tol": 1e-3, "max_iter": 1000, "max_proj": 10 ** 12})}
+    "ITML", {"tol": 1e-3, "max_iter": 1000, "max_proj": 10 ** 12}),
+    # matched iteration budgets where the two count the same steps and their caps differ (LMNN,
+    # MMC and SCML have the same caps at the defaults: 1000 steps, 100 cycles, 10⁴ SGD steps)
+    "NCA, metric-learn's cap of 100 L-BFGS iterations": ("NCA", {"max_iter": 100}),
+    "MLKR, metric-learn's cap of 1000 L-BFGS iterations": ("MLKR", {"max_iter": 1000}),
+    "LSML, metric-learn's cap of 1000 steps and tol": ("LSML", {"max_iter": 1000, "tol": 1e-3})}
 #: our solver fitted on the very problem a metric-learn fit solved (its pairs and bounds, returned
 #: by the worker) with metric-learn's constants and stopping rule: the two implementations of one
 #: algorithm on one problem, so the time ratio compares the implementations (the rows above
@@ -66,8 +80,8 @@ VARIANTS = {"ITML, metric-learn's stopping rule": (
 #: ``ITML_Supervised``'s 20·c² random ones 30×)
 SAME_PROBLEM = {"ITML, metric-learn's pairs, bounds and stopping rule": (
     "ITML", {"gamma": 1.0, "tol": 1e-3, "max_iter": 1000, "max_proj": 10 ** 12})}
-DATASETS = ("wine", "breast_cancer", "digits")
-PINS = ("metric-learn==0.7.0", "scikit-learn==1.5.2", "numpy==1.26.4", "scipy==1.13.1")
+DATASETS = ("wine", "breast_cancer", "digits", "waveform")  # waveform: 5,000 points
+PINS = ("metric-learn==0.7.0", "scikit-learn==1.3.2", "numpy==1.26.4", "scipy==1.11.4")
 VENV_ENV = "DMLBENCH_METRIC_LEARN_VENV"
 DEFAULT_VENV = Path.home() / ".cache" / "dml-bench" / "metric-learn-venv"
 WORKER = Path(__file__).with_name("metric_learn_worker.py")

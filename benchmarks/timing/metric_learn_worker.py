@@ -3,7 +3,7 @@
 Runs in the metric-learn virtual environment (numpy, metric-learn, threadpoolctl only: no
 ``dml_bench``). Reads ``<job>.npz`` (``X_train_<i>``, ``y_train_<i>``, ``X_test_<i>``,
 ``y_test_<i>``) and ``<job>.json`` (``{"classes": [...], "seeds": {"<i>": seed}}``); fits each
-class with its defaults (``random_state`` = the split's seed) under one BLAS thread and writes the
+class with its defaults (``random_state`` = the split's seed where it takes one) under one BLAS thread and writes the
 transformed points to ``<out>.npz`` (``<class>_<i>_train`` / ``_test``) and per fit the wall and
 CPU seconds, iterations and convergence to ``<out>.json``. For ``ITML_Supervised`` it also writes
 the problem it solved: its pairs (``ITML_Supervised_<i>_pairs``, similar rows first; the draw of
@@ -26,13 +26,13 @@ from threadpoolctl import threadpool_limits
 
 def converged(model):
     """The convergence flag where the class keeps one (MMC), else ``n_iter_`` below the
-    iteration cap (LMNN and ITML count from their loop index, NCA from L-BFGS); None for RCA's
-    closed form."""
+    iteration cap (LMNN and ITML count from their loop index, NCA and MLKR from L-BFGS); None for
+    the closed forms and the classes without ``n_iter_``."""
     if hasattr(model, "converged_"):
         return bool(model.converged_)
     if not hasattr(model, "n_iter_"):
         return None
-    last = model.max_iter - (0 if isinstance(model, metric_learn.NCA) else 1)
+    last = model.max_iter - (0 if isinstance(model, (metric_learn.NCA, metric_learn.MLKR)) else 1)
     return bool(model.n_iter_ < last)
 
 
@@ -52,7 +52,9 @@ def main(job: str, out: str) -> None:
     for split, seed in spec["seeds"].items():
         X_train, y_train = data[f"X_train_{split}"], data[f"y_train_{split}"]
         for name in spec["classes"]:
-            model = getattr(metric_learn, name)(random_state=seed)
+            cls = getattr(metric_learn, name)
+            seeded = "random_state" in cls().get_params()  # LFDA and Covariance draw nothing
+            model = cls(random_state=seed) if seeded else cls()
             record = {"class": name, "split": int(split)}
             try:
                 with warnings.catch_warnings():

@@ -55,7 +55,8 @@ def fetch(obj, names):
 
 @main.command()
 def solvers():
-    """List solvers, the constraints they consume and their parameters with defaults.
+    """List solvers, the constraints they consume and their parameters with defaults
+    (``verbose``, which every learner takes, is said once at the end).
 
     Installed plug-ins (entry points of group dml_bench.solvers) follow, marked `plug-in` with
     their source (module:object and distribution); one that cannot be used shows why, in one
@@ -66,7 +67,8 @@ def solvers():
     def show(name, cls, origin=""):
         # signature of the class, not of cls.__init__: a solver without its own __init__ would
         # list object.__init__'s (*args, **kwargs)
-        params = [f"{p.name}={p.default!r}" for p in inspect.signature(cls).parameters.values()]
+        params = [f"{p.name}={p.default!r}" for p in inspect.signature(cls).parameters.values()
+                  if p.name != "verbose"]  # every learner takes it: said once, at the end
         summary = (cls.__doc__ or "").strip().splitlines()[:1]
         click.echo(f"{name} [{cls.constraint_kind}]{origin} — {''.join(summary)}")
         click.echo(f"    {', '.join(params) or '(no parameters)'}")
@@ -81,6 +83,7 @@ def solvers():
             show(plugin.name, plugin.obj, origin)
     for name, reason in PLANNED.items():
         click.echo(f"{name} — {reason}")
+    click.echo("Every learner also takes verbose=0 (1: one line per fit; 2: progress too).")
 
 
 def _print_table(header, rows):

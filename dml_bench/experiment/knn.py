@@ -70,7 +70,7 @@ class Task:
         the catalogue's datasets carry no digest.
         """
         solver = {"name": self.solver.name, "label": self.solver.label,
-                  "params": self.solver_params(tuned=False)}
+                  "params": self.solver_params(tuned=False, identifying=True)}
         if self.solver.tune:
             solver["tune"] = self.solver.tune.to_dict()
         dataset = {**asdict(self.dataset), "preprocessing": self.dataset.preprocessing.to_dict()}
@@ -91,14 +91,18 @@ class Task:
             key["data_sha256"] = digest
         return hashlib.sha1(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
-    def solver_params(self, tuned: bool = True) -> dict:
-        """The solver's parameters as it runs: tuned and config values over the defaults."""
+    def solver_params(self, tuned: bool = True, identifying: bool = False) -> dict:
+        """The solver's parameters as it runs: tuned and config values over the defaults
+        (``identifying``: without those that do not change the fit, as the task id takes them,
+        :func:`~dml_bench.solvers.base.identifying_params`)."""
         from ..solvers import SOLVERS
+        from ..solvers.base import identifying_params
 
         params = {**self.solver.params, **dict(self.tuned)} if tuned else dict(self.solver.params)
         if self.solver.name not in SOLVERS:  # a planned solver: only the config's values exist
             return params
-        return SOLVERS[self.solver.name](**params).get_params()
+        solver = SOLVERS[self.solver.name](**params)
+        return identifying_params(solver) if identifying else solver.get_params()
 
 
 def all_tasks(exp: Experiment, data: DataPlace = DEFAULT_PLACE):

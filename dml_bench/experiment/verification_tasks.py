@@ -95,10 +95,11 @@ class VerificationTask:
         import hashlib
 
         from ..solvers import SOLVERS
+        from ..solvers.base import identifying_params
 
         solver = {"name": self.solver.name, "label": self.solver.label,
-                  "params": SOLVERS[self.solver.name](
-                      **{**self.solver.params, **dict(self.point)}).get_params()}
+                  "params": identifying_params(SOLVERS[self.solver.name](
+                      **{**self.solver.params, **dict(self.point)}))}
         if self.solver.tune:
             solver["tune"] = self.solver.tune.to_dict()
         spec = self.spec.to_dict()

@@ -34,6 +34,7 @@ from .mdml import MDML
 from .mlkr import MLKR
 from .pola import POLA
 from .scml import SCML
+from .scml_local import SCMLLocal  # not in SOLVERS: no transform (a local metric per point)
 from .sdml import SDML
 from .sdpmetric import SDPMetric
 from .svm import SVM
@@ -78,4 +79,4 @@ PLANNED: dict[str, str] = {}
 
 __all__ = ["SOLVERS", "PLANNED", "MetricLearner", "BoostMetric", "Covariance", "DMLEig", "Euclidean", "FrobMetric",
            "ITML", "KernelELM", "LDA", "LDML", "LFDA", "LMNN", "LSML", "LowRankFW", "LowRankGD", "LowRankSGD", "LowRankSGDBatch",
-           "LowRankSGDOne", "MDML", "MLKR", "NCA", "PCAMetric", "POLA", "RCA", "LMNNEig", "SCML", "SDML", "SDPMetric", "SGDIncSVD", "SVM", "Xing", "solve_frobenius_sdp"]
+           "LowRankSGDOne", "MDML", "MLKR", "NCA", "PCAMetric", "POLA", "RCA", "LMNNEig", "SCML", "SCMLLocal", "SDML", "SDPMetric", "SGDIncSVD", "SVM", "Xing", "solve_frobenius_sdp"]

@@ -24,18 +24,31 @@ triplet learners ``fit`` on tuples of points (``fit(pairs, y)`` with pairs of sh
 ``score`` and, for pairs, ``calibrate_threshold``. ``fit`` of a subclass that overrides it takes
 tuples as well (:meth:`MetricLearner.__init_subclass__`). No constructor parameter is added, so
 ``get_params`` is unchanged.
+
+A fit that ends without meeting its stopping rule emits exactly one ``ConvergenceWarning``, in
+the words of :func:`warn_not_converged`: the learner, why it stopped (its cap, mostly), the rule
+with its tolerance, the optimality reached and what to change. Every registered solver takes
+``verbose`` (:data:`VERBOSE`) as its last parameter: 1 prints :func:`report_fit`'s line at the
+end of a fit, 2 and more also :func:`report_progress`'s lines at the solver's check points. It
+changes no fit, so it is a neutral parameter (``neutral_params``) and enters no result's
+identity (:func:`identifying_params`).
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 import re
+import time
+import warnings
 from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                          _fit_context)
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import (Hidden, Interval, InvalidParameterError, RealNotInt,
                                              validate_parameter_constraints)
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -50,6 +63,12 @@ SEED = [Interval(Integral, 0, None, closed="left"), None]
 #: constraints of ``memory_limit_gb``, the GiB a solver's large arrays may use (None: what is
 #: available when ``fit`` starts; :func:`.linalg.check_square_memory`)
 MEMORY_LIMIT = [Interval(Real, 0, None, closed="neither"), None]
+#: constraints of ``verbose``, every registered solver's last constructor parameter: 0 prints
+#: nothing, 1 one line at the end of each fit (:func:`report_fit`), 2 and more also a line at
+#: each of the solver's check points (:func:`report_progress`)
+VERBOSE = [Interval(Integral, 0, None, closed="left")]
+#: a value of ``neutral_params`` meaning "any value" (output-only options such as ``verbose``)
+ANY_VALUE = object()
 
 
 class IntegralFloats(Interval):
@@ -138,7 +157,8 @@ def param_problem(cls, params: dict) -> tuple[str, str] | None:
     return None
 
 
-class MetricLearner(WeaklySupervisedMixin, ParamValidation, TransformerMixin, BaseEstimator):
+class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeaturesOutMixin,
+                    TransformerMixin, BaseEstimator):
     """Mahalanobis metric learner: ``d_M(x, z)² = (x − z)ᵀ M (x − z)``.
 
     Besides ``fit`` and ``transform``, metric-learn's API (:mod:`.weak`): ``get_mahalanobis_matrix``,
@@ -159,6 +179,12 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, TransformerMixin, Ba
     #: or dissimilar pairs; ``"similar"``, ``"dissimilar"``, ``"triplets"``); None: at least one
     #: pair for a pairs solver, one triplet for a triplets solver
     required_constraints: ClassVar[tuple[str, ...] | None] = None
+    #: parameters that do not change the fit at the given value (``verbose`` at any value; an
+    #: option at the value that reproduces the fit from before the option existed): left out of
+    #: the identity of a result (:func:`identifying_params`), so that adding such an option keeps
+    #: every finished result. A subclass's own dict adds to its bases' (:func:`identifying_params`
+    #: merges them along the MRO), so ``verbose`` stays neutral in every learner
+    neutral_params: ClassVar[dict] = {"verbose": ANY_VALUE}
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -222,6 +248,7 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, TransformerMixin, Ba
             learns from; tuples are not of a width the learner learns from (``"ITML needs
             similar or dissimilar pairs; got only triplets …"``), pair labels are not ±1.
         """
+        start = time.perf_counter()
         X, y = self._validated_data(X, y)
         if self.constraint_kind in ("pairs", "triplets"):
             if constraints is None:
@@ -233,6 +260,8 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, TransformerMixin, Ba
                                                     self._constraints_needed(),
                                                     type(self).__name__)
         self._fit(X, y, constraints)
+        if getattr(self, "verbose", 0):  # a plug-in may have no `verbose`
+            report_fit(self, time.perf_counter() - start)
         return self
 
     def _constraints_needed(self) -> tuple[str, ...]:
@@ -270,6 +299,16 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, TransformerMixin, Ba
     def _fit(self, X, y, constraints):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    @property
+    def _n_features_out(self) -> int:
+        """The columns of ``transform``: the rows of ``components_``. With it,
+        ``get_feature_names_out()`` names them ``<class name lowercased>0``, ``…1``, …
+        (scikit-learn's ``ClassNamePrefixFeaturesOutMixin``, as its
+        ``NeighborhoodComponentsAnalysis``), and ``set_output(transform="pandas")`` gives a
+        DataFrame with those columns."""
+        check_is_fitted(self, "components_")
+        return int(np.shape(self.components_)[0])
+
     def transform(self, X):
         """Map ``X`` into the learned space: ``X Lᵀ`` (Euclidean there = ``d_M`` here)."""
         check_is_fitted(self, "components_")
@@ -283,6 +322,139 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, TransformerMixin, Ba
         pairs = Constraints.checked_indices("pairs", pairs, 2, X.shape[0])
         D = self.transform(X[pairs[:, 0]]) - self.transform(X[pairs[:, 1]])
         return np.einsum("ij,ij->i", D, D)
+
+
+def identifying_params(estimator) -> dict:
+    """``estimator.get_params()`` without the parameters that do not change its fit.
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+        A solver; the ``neutral_params`` (``{parameter: value}``, the value :data:`ANY_VALUE`
+        for an output-only parameter such as ``verbose``) of its class and of every base class,
+        merged along the MRO (a subclass's entry wins), name what is left out when the
+        parameter holds that value.
+
+    Returns
+    -------
+    dict
+        The parameters that enter a result's identity (its task id).
+    """
+    neutral = {}
+    for klass in reversed(type(estimator).__mro__):
+        neutral.update(vars(klass).get("neutral_params", {}))
+    return {name: value for name, value in estimator.get_params().items()
+            if not (name in neutral and (neutral[name] is ANY_VALUE
+                                         or _same_value(value, neutral[name])))}
+
+
+def _same_value(value, neutral) -> bool:
+    """``value`` is the neutral value: equal and of the same kind (``None`` only to ``None``)."""
+    if neutral is None or value is None:
+        return value is neutral
+    try:
+        return type(value) is type(neutral) and bool(value == neutral)
+    except (TypeError, ValueError):  # arrays and other values without one truth value
+        return False
+
+
+def warn_not_converged(learner, *, rule: str, reached: str, cap: str | None = None,
+                       stopped: str | None = None, hint: str | None = None) -> str:
+    """Emit the one ``ConvergenceWarning`` of a fit that ends without meeting its stopping rule.
+
+    Every solver says it the same way, in one line: who, why it stopped, the rule, the
+    optimality reached and what to change, e.g. ``DMLEig did not converge: it reached the cap
+    max_iter = 1000 iterations before its stopping rule (relative duality gap ≤ tol = 1e-05)
+    held, at relative duality gap 3.2e-03; raise max_iter (or tol)``. A fit calls it at most
+    once.
+
+    Parameters
+    ----------
+    learner : estimator or str
+        The solver (its class name is used) or a name.
+    rule : str
+        The stopping rule with its tolerance, e.g. ``"relative duality gap ≤ tol = 1e-05"``.
+    reached : str
+        The optimality at the end, e.g. ``"relative duality gap 3.2e-03"``.
+    cap : str, optional
+        The cap that ended the run, e.g. ``"max_iter = 1000 iterations"``.
+    stopped : str, optional
+        Why the run ended when not at ``cap`` (a failed line search, an unbounded problem);
+        it should name the cap when there is one.
+    hint : str, optional
+        What to change, e.g. ``"raise max_iter (or tol)"``.
+
+    Returns
+    -------
+    str
+        The message.
+    """
+    name = learner if isinstance(learner, str) else type(learner).__name__
+    why = stopped if stopped is not None else f"it reached the cap {cap}"
+    message = (f"{name} did not converge: {why} before its stopping rule ({rule}) held, at "
+               f"{reached}")
+    if hint:
+        message += f"; {hint}"
+    message = _one_line(message)
+    warnings.warn(message, ConvergenceWarning, stacklevel=2)
+    return message
+
+
+def rate_hint(n_iter: int, reached: float, tol: float, power: float = 1.0,
+              rate: str = "O(1/t)", cap: str = "max_iter") -> str:
+    """The hint of :func:`warn_not_converged` for a method whose optimality measure falls like
+    ``t^-power``: about how many iterations ``tol`` would take from ``reached`` after
+    ``n_iter``, e.g. ``"at its O(1/t) rate, tol = 1e-05 would take about 5e+06 iterations:
+    raise max_iter, or tol"``."""
+    if not (tol > 0 and reached > tol and n_iter > 0 and math.isfinite(reached)):
+        return f"raise {cap} (or tol)"
+    needed = n_iter * (reached / tol) ** (1.0 / power)
+    return (f"at its {rate} rate, tol = {tol:g} would take about {needed:.1g} iterations: "
+            f"raise {cap}, or tol")
+
+
+def report_fit(estimator, seconds: float) -> None:
+    """The line ``verbose ≥ 1`` prints at the end of a fit: iterations, objective, optimality
+    (named by ``optimality_measure``), convergence and seconds, from the fitted attributes."""
+    name = type(estimator).__name__
+    parts = [f"{getattr(estimator, 'n_iter_', 0)} iterations"]
+    objective = getattr(estimator, "objective_", None)
+    if _finite_or_inf(objective):
+        parts.append(f"objective {_number(objective)}")
+    measure = getattr(estimator, "optimality_measure", None)
+    optimality = getattr(estimator, "optimality_", None)
+    if measure and _finite_or_inf(optimality):  # NaN: the solver has no optimality measure
+        parts.append(f"{measure} {_number(optimality)}")
+    parts.append(f"converged {getattr(estimator, 'converged_', True)}")
+    parts.append(f"{seconds:.3g} s")
+    print(f"[{name}] fit: " + ", ".join(parts), flush=True)
+
+
+def report_progress(estimator, iteration, **values) -> None:
+    """A progress line of ``verbose ≥ 2`` at one of a solver's check points:
+    ``[DMLEig] iteration 10: objective 0.52, relative_gap 0.013`` (``estimator``: the solver or
+    its name)."""
+    name = estimator if isinstance(estimator, str) else type(estimator).__name__
+    shown = ", ".join(f"{key} {_number(value)}" for key, value in values.items())
+    print(f"[{name}] iteration {iteration}: {shown}", flush=True)
+
+
+def _finite_or_inf(value) -> bool:
+    """``value`` is a real number other than NaN (None, NaN and non-numbers are not shown)."""
+    return (isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+            and not math.isnan(value))
+
+
+def _number(value) -> str:
+    """``value`` in a few digits (``%.6g`` for floats)."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    try:
+        return f"{float(value):.6g}"
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def store_params(estimator, params: dict) -> None:

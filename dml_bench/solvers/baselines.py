@@ -29,7 +29,8 @@ from sklearn.neighbors import NeighborhoodComponentsAnalysis
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .base import MEMORY_LIMIT, MetricLearner, store_params
+from .base import (MEMORY_LIMIT, VERBOSE, MetricLearner, report_progress, store_params,
+                   warn_not_converged)
 from .linalg import (PairOuterSum, check_square_memory, components_from_psd, eigh_all,
                      pair_quadratic_forms, project_psd)
 
@@ -78,6 +79,10 @@ class NCA(MetricLearner):
     random_state : int or None, default=None
     memory_limit_gb : float or None, default=None
         Memory the n×n arrays may use; None: the memory available when ``fit`` starts.
+    verbose : int, default=0
+        0: silent; 1: one line at the end of the fit (iterations, objective, gradient norm,
+        converged, seconds); 2 and more: also scikit-learn's table of the loss per L-BFGS-B
+        iteration (its ``verbose=1``).
 
     Attributes
     ----------
@@ -111,10 +116,11 @@ class NCA(MetricLearner):
         **_wrapped_constraints(NeighborhoodComponentsAnalysis, "n_components", "init",
                                "max_iter", "tol", "random_state"),
         "memory_limit_gb": MEMORY_LIMIT,
+        "verbose": VERBOSE,
     }
 
     def __init__(self, n_components=None, init="auto", max_iter=50, tol=1e-5, random_state=None,
-                 memory_limit_gb=None):
+                 memory_limit_gb=None, verbose=0):
         store_params(self, locals())
 
     def _fit(self, X, y, constraints):
@@ -125,19 +131,24 @@ class NCA(MetricLearner):
         times = []
         nca = NeighborhoodComponentsAnalysis(
             n_components=self.n_components, init=self.init, max_iter=self.max_iter, tol=self.tol,
-            random_state=self.random_state,
+            random_state=self.random_state, verbose=int(self.verbose >= 2),
             callback=lambda L, it: times.append(time.perf_counter() - start))
-        nca.fit(X, y)
+        with warnings.catch_warnings():  # its own, with verbose: this fit says it once below
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            nca.fit(X, y)
         converged = len(times) < self.max_iter  # L-BFGS stopped before its iteration cap
+        # the timing closure does not pickle; with verbose, the evaluation below would print
+        self.estimator_ = nca.set_params(callback=None, verbose=0)
         # L-BFGS-B's pgtol test: ∞-norm of the gradient of scikit-learn's loss at the result
         grad = nca._loss_grad_lbfgs(nca.components_.ravel(), X, y[:, None] == y[None, :])[1]
-        self.estimator_ = nca.set_params(callback=None)  # the timing closure does not pickle
         _set_linear_map(self, nca.components_, nca_objective(X @ nca.components_.T, y),
                         len(times), converged, {"time": times}, float(np.abs(grad).max()))
         if not converged:
-            warnings.warn(f"NCA did not converge in {self.max_iter} iterations",
-                          ConvergenceWarning)
-        if not times:
+            warn_not_converged(
+                self, rule=f"gradient ∞-norm ≤ tol = {self.tol:g}, or relative decrease ≤ ftol",
+                cap=f"max_iter = {self.max_iter} L-BFGS-B iterations",
+                reached=f"gradient ∞-norm {self.optimality_:.3g}", hint="raise max_iter (or tol)")
+        elif not times:  # a stationary start, not a cap: converged_, with a warning all the same
             Z = X @ nca.components_.T
             warnings.warn(
                 "NCA made no L-BFGS step: the gradient vanished at its initial map. Its "
@@ -190,6 +201,8 @@ class LDA(MetricLearner):
         Only with ``solver="eigen"``.
     tol : float, default=1e-4
         Rank threshold of the ``"svd"`` solver.
+    verbose : int, default=0
+        0: silent; 1 and more: one line at the end of the fit (a closed form: no progress).
 
     Attributes
     ----------
@@ -209,9 +222,10 @@ class LDA(MetricLearner):
     _parameter_constraints: dict = {
         **_wrapped_constraints(LinearDiscriminantAnalysis, "n_components", "shrinkage", "tol"),
         "solver": [StrOptions({"svd", "eigen"})],  # the solvers with a transform
+        "verbose": VERBOSE,
     }
 
-    def __init__(self, n_components=None, solver="svd", shrinkage=None, tol=1e-4):
+    def __init__(self, n_components=None, solver="svd", shrinkage=None, tol=1e-4, verbose=0):
         store_params(self, locals())
 
     def _fit(self, X, y, constraints):
@@ -219,6 +233,7 @@ class LDA(MetricLearner):
             raise ValueError("LDA needs labels y")
         lda = LinearDiscriminantAnalysis(n_components=self.n_components, solver=self.solver,
                                          shrinkage=self.shrinkage, tol=self.tol).fit(X, y)
+        lda.set_output(transform="default")  # arrays, whatever sklearn's global transform_output
         d = X.shape[1]
         offset = lda.transform(np.zeros((1, d)))
         self.estimator_ = lda
@@ -236,6 +251,8 @@ class PCAMetric(MetricLearner):
         Divide each component by the square root of its explained variance (as PCA's transform).
     random_state : int or None, default=None
         For the randomized SVD solver.
+    verbose : int, default=0
+        0: silent; 1 and more: one line at the end of the fit (a closed form: no progress).
 
     Attributes
     ----------
@@ -252,10 +269,12 @@ class PCAMetric(MetricLearner):
 
     constraint_kind = "none"
     optimality_measure = "closed_form"
-    _parameter_constraints: dict = _wrapped_constraints(PCA, "n_components", "whiten",
-                                                        "random_state")
+    _parameter_constraints: dict = {
+        **_wrapped_constraints(PCA, "n_components", "whiten", "random_state"),
+        "verbose": VERBOSE,
+    }
 
-    def __init__(self, n_components=None, whiten=False, random_state=None):
+    def __init__(self, n_components=None, whiten=False, random_state=None, verbose=0):
         store_params(self, locals())
 
     def _fit(self, X, y, constraints):
@@ -307,6 +326,8 @@ class RCA(MetricLearner):
         Eigenvalues of Ĉ below ``rank_tol · λ_max`` count as zero.
     random_state : int or None, default=None
         Seed of the random chunklets.
+    verbose : int, default=0
+        0: silent; 1 and more: one line at the end of the fit (a closed form: no progress).
 
     Attributes
     ----------
@@ -332,10 +353,11 @@ class RCA(MetricLearner):
         "ridge": [Interval(Real, 0, None, closed="left")],
         "rank_tol": [Interval(Real, 0, None, closed="left")],
         "random_state": ["random_state"],
+        "verbose": VERBOSE,
     }
 
     def __init__(self, n_components=None, chunk_size=None, n_chunks=None, ridge=0.0,
-                 rank_tol=1e-10, random_state=None):
+                 rank_tol=1e-10, random_state=None, verbose=0):
         store_params(self, locals())
 
     def chunklets(self, y) -> np.ndarray:
@@ -428,14 +450,20 @@ class LDML(MetricLearner):
     ----------
     psd : bool, default=False
         Project M on the PSD cone after every step (projected gradient ascent).
-    max_iter : int, default=1000
-    tol : float, default=1e-6
+    max_iter : int, default=5000
+    tol : float, default=1e-3
         Stop when the optimality measure (norm of the gradient mapping of ℒ/N, ``kkt``) is below
-        ``tol`` or the relative increase of ℒ is below ``tol · 1e-3``.
+        ``tol`` or the relative increase of ℒ is below ``tol · 1e-3``. On z-scored iris / wine /
+        breast cancer / digits (pairs of k = 3 triplets, 70 % split) 1e-3 takes 231 / 263 /
+        1 285 / 706 steps (≤ 1.7 s); 1e-6 stopped short at 1 000 steps on all four, and on
+        breast cancer still after 2·10⁴. The paper configs pin ``tol=1e-6, max_iter=1000``.
     learning_rate : float, default=1.0
         Initial step on ℒ/N (the data are rescaled so the mean pair distance at M = I is 1).
     init_b : {"mean", float}, default="mean"
         Initial bias b (in the rescaled units): "mean" is 1, the mean distance at M = I.
+    verbose : int, default=0
+        0: silent; 1: one line at the end of the fit (iterations, objective, gradient-mapping
+        norm, converged, seconds); 2 and more: also one line per iteration.
 
     Attributes
     ----------
@@ -469,9 +497,11 @@ class LDML(MetricLearner):
         "tol": [Interval(Real, 0, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "init_b": [StrOptions({"mean"}), Interval(Real, None, None, closed="neither")],
+        "verbose": VERBOSE,
     }
 
-    def __init__(self, psd=False, max_iter=1000, tol=1e-6, learning_rate=1.0, init_b="mean"):
+    def __init__(self, psd=False, max_iter=5000, tol=1e-3, learning_rate=1.0, init_b="mean",
+                 verbose=0):
         store_params(self, locals())
 
     def _fit(self, X, y, constraints):
@@ -501,7 +531,7 @@ class LDML(MetricLearner):
             return GM, Gb, _gradient_mapping_norm(M, b, GM, Gb, self.psd)
 
         trace = {k: [] for k in ("objective", "kkt", "step", "time")}
-        converged = False
+        converged, report = False, self.verbose >= 2
         for it in range(1, self.max_iter + 1):
             GM, Gb, kkt = ascent(M, b, p)
             if kkt <= self.tol:
@@ -527,19 +557,24 @@ class LDML(MetricLearner):
             trace["kkt"].append(kkt)
             trace["step"].append(step)
             trace["time"].append(time.perf_counter() - start)
+            if report:
+                report_progress(self, it, objective=f, kkt=kkt, step=step)
             step *= 1.5
             if 0 <= rel < self.tol * 1e-3:
                 converged = True
                 break
-        if not converged:
-            warnings.warn(f"LDML did not converge in {self.max_iter} iterations "
-                          f"(last gradient-mapping norm {trace['kkt'][-1]:.3g})",
-                          ConvergenceWarning)
         M_orig = (M + M.T) / (2 * scale)  # back to the original units: d_M scales by 1/scale
         self.raw_metric_ = M_orig
         self.bias_ = float(b)
         _set_linear_map(self, components_from_psd(M_orig), f, len(trace["time"]), converged,
                         trace, ascent(M, b, p)[2])
+        if not converged:
+            warn_not_converged(
+                self, rule=(f"gradient-mapping norm of ℒ/N ≤ tol = {self.tol:g}, or relative "
+                            f"increase of ℒ < tol·1e-3"),
+                cap=f"max_iter = {self.max_iter} iterations",
+                reached=f"gradient-mapping norm {self.optimality_:.3g}",
+                hint="raise max_iter (or tol)")
 
 
 def ldml_loglik(X, pairs, t, M, b) -> tuple[float, np.ndarray]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import MetricLearner
+from .base import VERBOSE, MetricLearner, store_params
 from .linalg import eigh_all
 
 
@@ -22,6 +22,11 @@ class Covariance(MetricLearner):
 
     No hyper-parameter, no labels (``y`` is ignored); see the module docstring for the
     pseudo-inverse of a singular covariance.
+
+    Parameters
+    ----------
+    verbose : int, default=0
+        0: silent; 1 and more: one line at the end of the fit (a closed form: no progress).
 
     Attributes
     ----------
@@ -50,7 +55,10 @@ class Covariance(MetricLearner):
     constraint_kind = "none"
     optimality_measure = "closed_form"
 
-    _parameter_constraints: dict = {}  # no hyper-parameter
+    _parameter_constraints: dict = {"verbose": VERBOSE}  # no hyper-parameter
+
+    def __init__(self, verbose=0):
+        store_params(self, locals())
 
     def _fit(self, X, y, constraints):
         n, d = X.shape

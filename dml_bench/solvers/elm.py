@@ -16,6 +16,7 @@ MNIST).
 
 from __future__ import annotations
 
+import time
 from numbers import Real
 
 import numpy as np
@@ -23,7 +24,7 @@ import scipy.linalg
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
-from .base import store_params
+from .base import report_fit, store_params
 from .svm import ScaledKernelClassifier, gaussian_gram
 
 
@@ -38,6 +39,8 @@ class KernelELM(ScaledKernelClassifier):
         γ of the kernel ``exp(−γ‖u − v‖²)``.
     scale : {None, "minmax"}, default=None
         ``"minmax"``: map each feature affinely onto [-1, 1] over the training points first.
+    verbose : int, default=0
+        0: silent; 1 and more: one line at the end of the fit (a closed form: no progress).
 
     Attributes
     ----------
@@ -70,12 +73,13 @@ class KernelELM(ScaledKernelClassifier):
         "gamma": [Interval(Real, 0, None, closed="neither")],
     }
 
-    def __init__(self, C=1.0, gamma=1.0, scale=None):
+    def __init__(self, C=1.0, gamma=1.0, scale=None, verbose=0):
         store_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, constraints=None):
         """Solve for β on labelled points; ``constraints`` are ignored (labels are used)."""
+        start = time.perf_counter()
         X, index = self._validate_fit(X, y)
         X = np.asarray(self._fit_scaler(X), dtype=float)
         T = -np.ones((len(X), len(self.classes_)))
@@ -86,6 +90,8 @@ class KernelELM(ScaledKernelClassifier):
         self.X_fit_ = X
         self.n_iter_, self.objective_, self.converged_, self.trace_ = 1, None, True, {}
         self.optimality_ = 0.0
+        if self.verbose:
+            report_fit(self, time.perf_counter() - start)
         return self
 
     def decision_function(self, X):

@@ -2,11 +2,16 @@
 
 import numpy as np
 
-from .base import MetricLearner
+from .base import VERBOSE, MetricLearner, store_params
 
 
 class Euclidean(MetricLearner):
     """Identity metric; ``fit`` only records the dimension.
+
+    Parameters
+    ----------
+    verbose : int, default=0
+        0: silent; 1 and more: one line at the end of the fit (a closed form: no progress).
 
     Attributes
     ----------
@@ -16,7 +21,10 @@ class Euclidean(MetricLearner):
 
     constraint_kind = "none"
     optimality_measure = "closed_form"
-    _parameter_constraints: dict = {}  # no hyper-parameters
+    _parameter_constraints: dict = {"verbose": VERBOSE}  # no hyper-parameters
+
+    def __init__(self, verbose=0):
+        store_params(self, locals())
 
     def _fit(self, X, y, constraints):
         d = X.shape[1]

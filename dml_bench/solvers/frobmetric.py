@@ -32,7 +32,6 @@ learning. IEEE Trans. Neural Netw. Learn. Syst. 25(2):394–406, 2014.
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 
@@ -40,10 +39,9 @@ import numpy as np
 import scipy.sparse
 from scipy.optimize import Bounds, minimize
 from scipy.sparse.csgraph import reverse_cuthill_mckee
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .base import MetricLearner, store_params
+from .base import VERBOSE, MetricLearner, report_progress, store_params, warn_not_converged
 from .linalg import (PairOuterSum, components_from_psd, eigh_all, pair_sq_distances,
                      triplet_pairs)
 
@@ -78,6 +76,10 @@ class FrobMetric(MetricLearner):
         can stop with a relative gap of 1e-3 on hard instances.
     max_corrections : int, default=10
         L-BFGS-B memory (scipy's default; not stated in the paper).
+    verbose : int, default=0
+        0: silent; 1: one line at the end of the fit (iterations, objective, relative duality
+        gap, converged, seconds); 2 and more: also one line per L-BFGS-B iteration (dual and
+        primal objectives, relative gap, projected gradient).
 
     Attributes
     ----------
@@ -125,9 +127,11 @@ class FrobMetric(MetricLearner):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "stopping": [StrOptions(set(STOPPING_RULES))],
         "max_corrections": [Interval(Integral, 1, None, closed="left")],
+        "verbose": VERBOSE,
     }
 
-    def __init__(self, C=1.0, tol=1e-5, max_iter=1000, stopping="gap", max_corrections=10):
+    def __init__(self, C=1.0, tol=1e-5, max_iter=1000, stopping="gap", max_corrections=10,
+                 verbose=0):
         store_params(self, locals())
 
     def _fit(self, X, y, constraints):
@@ -142,21 +146,31 @@ class FrobMetric(MetricLearner):
         def stop(state):
             return by_gap and state["gap"] <= self.tol * abs(state["primal"])
 
+        report = None
+        if self.verbose >= 2:
+            def report(n, state):
+                report_progress(self, n, dual=state["objective"], primal=state["primal"],
+                                relative_gap=state["gap"] / abs(state["primal"]),
+                                pg_norm=state["pg_norm"])
+
         res, trace = _run_lbfgsb(
             dual, np.zeros(m), Bounds(0.0, 1.0), start=start, stop=stop,
             max_iter=self.max_iter, max_corrections=self.max_corrections,
-            gtol=0.0 if by_gap else self.tol, ftol=0.0 if by_gap else LBFGSB_DEFAULT_FTOL)
+            gtol=0.0 if by_gap else self.tol, ftol=0.0 if by_gap else LBFGSB_DEFAULT_FTOL,
+            report=report)
         final = dual.state(res.x)
         converged = stop(final) if by_gap else res.status == 0
         if not converged:
-            hint = ("" if np.any(res.x >= 1.0) else
-                    "; no dual variable is at its bound C/m, as in the hard-margin regime where "
-                    "squared distances far above the margin of 1 make C irrelevant and the dual "
-                    "ill-conditioned: rescale the features (e.g. normalize: global_maxabs)")
-            warnings.warn(
-                f"FrobMetric did not converge in {res.nit} L-BFGS-B iterations ({res.message}; "
-                f"relative duality gap {final['gap'] / final['primal']:.3g}){hint}",
-                ConvergenceWarning)
+            hint = "raise max_iter (or tol)" + (
+                "" if np.any(res.x >= 1.0) else
+                "; no dual variable is at its bound C/m, as in the hard-margin regime where "
+                "squared distances far above the margin of 1 make C irrelevant and the dual "
+                "ill-conditioned: rescale the features (e.g. normalize: global_maxabs)")
+            warn_not_converged(
+                self, rule=(f"relative duality gap ≤ tol = {self.tol:g}" if by_gap else
+                            f"L-BFGS-B's projected gradient ≤ tol = {self.tol:g} or relative "
+                            "decrease ≤ factr·ε"), **lbfgsb_end(res, self.max_iter),
+                reached=f"relative duality gap {final['gap'] / final['primal']:.3g}", hint=hint)
         self.metric_ = dual.metric()
         self.components_ = components_from_psd(self.metric_)
         self.dual_coef_ = res.x * dual.c
@@ -244,10 +258,21 @@ class _TripletDual(_CachedDual):
 _MAX_LINE_SEARCH = 20
 
 
-def _run_lbfgsb(fun, x0, bounds, *, start, stop, max_iter, max_corrections, gtol, ftol):
+def lbfgsb_end(res, max_iter: int) -> dict:
+    """``cap`` and ``stopped`` of :func:`~.base.warn_not_converged` for the L-BFGS-B result
+    ``res`` of a run capped at ``max_iter`` iterations: the cap, or why L-BFGS-B stopped before
+    it (a failed line search, its evaluation cap)."""
+    cap = f"max_iter = {max_iter} L-BFGS-B iterations"
+    return {"cap": cap, "stopped": None if res.nit >= max_iter else (
+        f"L-BFGS-B stopped after {res.nit} iterations ({res.message}), below the cap {cap},")}
+
+
+def _run_lbfgsb(fun, x0, bounds, *, start, stop, max_iter, max_corrections, gtol, ftol,
+                report=None):
     """``scipy.optimize.minimize(method="L-BFGS-B")`` recording ``fun.state`` at every iterate.
 
-    ``stop(state)`` ends the run (StopIteration from the callback). The final iterate is recorded
+    ``stop(state)`` ends the run (StopIteration from the callback); ``report(n, state)``, if
+    given, is called at every recorded iterate (``verbose ≥ 2``). The final iterate is recorded
     too when L-BFGS-B ends without calling back for it. ``max_iter`` alone bounds the run:
     L-BFGS-B's own cap on evaluations (``maxfun``, 15000 by default) is set to what ``max_iter``
     iterations can use, one evaluation each plus at most ``maxls`` (20) in a line search. Left
@@ -264,6 +289,8 @@ def _run_lbfgsb(fun, x0, bounds, *, start, stop, max_iter, max_corrections, gtol
             trace[k].append(state[k])
         trace["time"].append(time.perf_counter() - start)
         last["x"] = x.copy()
+        if report is not None:
+            report(len(trace["time"]), state)
         return state
 
     def callback(intermediate_result):
@@ -392,10 +419,11 @@ def solve_frobenius_sdp(C, A, b, sigma=1.0, *, equality=None, tol=1e-6, ftol=0.0
     final = dual.state(res.x)
     converged = final["pg_norm"] <= tol  # the certificate, whatever stopped L-BFGS-B
     if not converged:
-        warnings.warn(f"solve_frobenius_sdp stopped after {res.nit} L-BFGS-B iterations "
-                      f"({res.message}) with constraints violated by up to "
-                      f"{final['infeasibility']:.3g} (projected gradient "
-                      f"{final['pg_norm']:.3g} > tol={tol:g})", ConvergenceWarning)
+        warn_not_converged(
+            "solve_frobenius_sdp", rule=f"projected gradient of Eq. (10) ≤ tol = {tol:g}",
+            **lbfgsb_end(res, max_iter), hint="raise max_iter (or tol)",
+            reached=(f"projected gradient {final['pg_norm']:.3g}, constraints violated by up "
+                     f"to {final['infeasibility']:.3g}"))
     return FrobeniusSDPResult(
         X=dual.metric(), u=res.x.copy(), primal_objective=float(final["primal"]),
         dual_objective=float(final["objective"]), infeasibility=float(final["infeasibility"]),

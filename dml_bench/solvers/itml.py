@@ -6,8 +6,13 @@ ITML solves Eq. (4) of the paper with slack variables (§3.2, "Handling infeasib
     s.t.  d_M(x_i, x_j)² ≤ ξ_ij  for (i, j) similar,   d_M(x_i, x_j)² ≥ ξ_ij  for (i, j) dissimilar,
 
 with the LogDet divergence ``D_ld(M, M₀) = tr(M M₀⁻¹) − log det(M M₀⁻¹) − d`` (Eq. (2) and §3.1),
-the prior ``M₀ = I`` and the initial slacks ξ₀ = u for similar and ξ₀ = l for dissimilar pairs
-(``D_ld`` of the diagonal slack matrices is ``Σ ξ/ξ₀ − log(ξ/ξ₀) − 1``).
+the prior M₀ (``prior``: I by default) and the initial slacks ξ₀ = u for similar and ξ₀ = l for
+dissimilar pairs (``D_ld`` of the diagonal slack matrices is ``Σ ξ/ξ₀ − log(ξ/ξ₀) − 1``). The
+prior enters only as the starting point M = M₀ of the projections: a Bregman projection depends
+on the current M alone, and cyclic projections from M₀ converge to the minimiser of ``D_ld(·, M₀)``
+(Algorithm 1 takes M₀ as its input ``A₀``). Since ``D_ld(RᵀMR, RᵀM₀R) = D_ld(M, M₀)`` and
+``d_M(x, z)`` of ``x, z`` equals ``d_{RᵀMR}`` of ``R⁻¹x, R⁻¹z``, ITML with prior M₀ = R Rᵀ on X
+is ITML with prior I on the whitened points ``X R`` (with the bounds taken there too).
 
 The loop is Algorithm 1 of the paper: one sweep visits every constraint once and projects (M, ξ)
 onto it in the Bregman divergence of the objective, clipped so that its dual variable λ stays ≥ 0.
@@ -23,19 +28,21 @@ constants, the stopping rule and the cap follow the authors' ``ItmlAlg.m`` (ITML
 from __future__ import annotations
 
 import time
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from numba import njit
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.datasets import make_spd_matrix
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 
-from .base import MetricLearner, store_params
+from .base import VERBOSE, MetricLearner, report_progress, store_params, warn_not_converged
 from .linalg import JIT_OPTIONS, components_from_psd, pair_differences, pair_sq_distances
+from .sdml import prior_inverse
 
 PAIR_MODES = ("given", "random")
+#: the named priors M₀ of ITML (an SPD array is the fourth form)
+PRIORS = ("identity", "covariance", "random")
 #: up to this many distinct point pairs the percentile bounds use all of them, else a sample
 _MAX_BOUND_PAIRS = 200_000
 
@@ -81,21 +88,37 @@ class ITML(MetricLearner):
         dissimilar pairs. ``None``: u and l are the 5th and 95th percentiles of the SQUARED
         Euclidean distances between training points (§4 of the paper; ``ComputeDistanceExtremes``
         in the authors' code, which squares the distances, whereas metric-learn's percentile of
-        the non-squared distances is a bug). All distinct point pairs are used when there are at
-        most 2·10⁵ of them, otherwise 2·10⁵ random pairs (``random_state``); the authors histogram
-        100 random pairs.
+        the non-squared distances is a bug); with a ``prior`` other than the identity, of the
+        squared distances under M₀, as the authors' ``ComputeDistanceExtremes(X, 5, 95, A0)``.
+        All distinct point pairs are used when there are at most 2·10⁵ of them, otherwise 2·10⁵
+        random pairs (``random_state``); the authors histogram 100 random pairs.
     pairs : {"given", "random"}, default="given"
         ``"given"``: the constraints' similar pairs (≤ u) and dissimilar pairs (≥ l), similar
         pairs first, in the given order. ``"random"``: ignore them and draw ``40·c(c−1)`` random
         pairs of training points (c classes), similar if the labels agree (the authors'
         ``GetConstraints`` with ``const_factor = 40``). **This mode uses the labels y**.
     random_state : int, RandomState or None, default=0
-        Seeds the random pairs and the distance sample of the bounds (used only there).
+        Seeds the random pairs, ``prior="random"`` and the distance sample of the bounds (used
+        only there).
+    prior : {"identity", "covariance", "random"} or array of shape (d, d), default="identity"
+        M₀, the metric of the LogDet divergence ``D_ld(M, M₀)`` and the starting point of the
+        projections (metric-learn's ``prior``): the identity; the inverse of the (biased)
+        covariance ``X̄ᵀX̄ / n`` of the training points, as SDML's and LSML's ``"covariance"``
+        (metric-learn divides by n − 1, which scales M₀ by (n − 1)/n; refused in one line when
+        the covariance is singular); a random SPD matrix (scikit-learn's ``make_spd_matrix``
+        drawn with ``random_state`` after any random pairs); or a given symmetric positive
+        definite d×d array. ``"identity"`` is the fit from before the option existed and is left
+        out of a result's identity (``neutral_params``).
+    verbose : int, default=0
+        0: silent; 1: one line at the end of the fit (sweeps, objective, relative change of the
+        duals, converged, seconds); 2 and more: also one line per sweep.
 
     Attributes
     ----------
     metric_ : ndarray (d, d)
         The learned M (positive definite).
+    prior_ : ndarray (d, d)
+        The M₀ used.
     components_ : ndarray (d, d)
         L with M = LᵀL.
     bounds_ : tuple of float
@@ -105,7 +128,7 @@ class ITML(MetricLearner):
     dual_ : ndarray (n_constraints,)
         The dual variables λ ≥ 0.
     objective_ : float
-        ``D_ld(M, I) + γ D_ld(ξ, ξ₀)`` at the returned M and ξ (``D_ld(M, I)`` when γ = ∞).
+        ``D_ld(M, M₀) + γ D_ld(ξ, ξ₀)`` at the returned M and ξ (``D_ld(M, M₀)`` when γ = ∞).
     n_iter_ : int
         Number of sweeps.
     n_proj_ : int
@@ -144,12 +167,21 @@ class ITML(MetricLearner):
         "bounds": [PositivePair(), None],
         "pairs": [StrOptions(set(PAIR_MODES))],
         "random_state": ["random_state"],
+        "prior": [StrOptions(set(PRIORS)), "array-like"],
+        "verbose": VERBOSE,
     }
+    #: ``prior="identity"`` is the M₀ = I of ITML before the option existed
+    neutral_params = {**MetricLearner.neutral_params, "prior": "identity"}
 
     def __init__(self, gamma=1.0, tol=0.01, max_proj=100_000, max_iter=None, bounds=None,
-                 pairs="given", random_state=0):
+                 pairs="given", random_state=0, prior="identity", verbose=0):
         store_params(self, locals())
 
+
+    def _report(self, sweep, trace):
+        """The progress line of a sweep (``verbose ≥ 2``)."""
+        report_progress(self, sweep, objective=trace["objective"][-1],
+                        dual_change=trace["conv"][-1], violation=trace["violation"][-1])
 
     def _constraints_needed(self):
         """Pairs, unless they are drawn from the labels (``pairs='random'``)."""
@@ -164,8 +196,10 @@ class ITML(MetricLearner):
             similar, dissimilar = random_label_pairs(y, rng)
         else:
             similar, dissimilar = constraints.similar, constraints.dissimilar
+        M0, A = self._prior(X, rng)  # (None, None): the identity
         u, l = (tuple(map(float, self.bounds)) if self.bounds is not None
-                else squared_distance_bounds(X, rng=rng))
+                else squared_distance_bounds(X if M0 is None else X @ np.linalg.cholesky(M0),
+                                             rng=rng))  # squared d_{M₀}: X R with M₀ = R Rᵀ
         pairs = np.vstack([np.asarray(similar).reshape(-1, 2),
                            np.asarray(dissimilar).reshape(-1, 2)]).astype(np.int64)
         delta = np.concatenate([np.ones(len(similar)), -np.ones(len(dissimilar))])
@@ -179,34 +213,85 @@ class ITML(MetricLearner):
         xi0 = np.where(delta > 0, u, l)
         gamma = float(self.gamma)
         M, xi, lam, trace, converged, n_proj = _bregman_sweeps(
-            X, pairs, V, delta, xi0, gamma, self.tol, self.max_proj, self.max_iter, start)
+            X, pairs, V, delta, xi0, gamma, self.tol, self.max_proj, self.max_iter, start,
+            M0=M0, prior_inv=A, report=self._report if self.verbose >= 2 else None)
         if not converged:
-            warnings.warn(f"ITML did not converge in {len(trace['conv'])} sweeps / {n_proj} "
-                          f"projections (last relative change of the duals "
-                          f"{trace['conv'][-1] if trace['conv'] else np.nan:.3g})",
-                          ConvergenceWarning)
+            sweeps = len(trace["conv"])
+            warn_not_converged(
+                self, rule=("relative change of the duals ‖λ − λ_old‖₁/(‖λ‖₂ + ‖λ_old‖₂) < tol "
+                            f"= {self.tol:g} at the end of a sweep"),
+                cap=(f"max_iter = {self.max_iter} sweeps" if self.max_iter is not None
+                     and sweeps >= self.max_iter else
+                     f"max_proj = {self.max_proj} projections ({sweeps} sweeps of {len(V)} "
+                     "constraints)"),
+                reached=(f"relative change of the duals {trace['conv'][-1]:.3g}, largest "
+                         f"constraint violation {trace['violation'][-1]:.3g} (relative to the "
+                         "mean bound)"),
+                hint=("raise max_proj (or max_iter, or tol); under cyclic projections this "
+                      "change need not fall steadily, and can stall above tol"))
         self.metric_ = M
         self.components_ = components_from_psd(M)
+        self.prior_ = np.eye(X.shape[1]) if M0 is None else M0
         self.bounds_ = (u, l)
         self.slack_ = xi
         self.dual_ = lam
-        self.objective_ = float(itml_objective(M, xi, xi0, gamma))
+        self.objective_ = float(itml_objective(M, xi, xi0, gamma, prior_inverse=A))
         self.n_iter_ = len(trace["conv"])
         self.n_proj_ = n_proj
         self.converged_ = converged
         self.optimality_ = trace["conv"][-1] if trace["conv"] else 0.0
         self.trace_ = {k: np.asarray(vals, dtype=float) for k, vals in trace.items()}
 
+    def _prior(self, X, rng):
+        """``(M₀, M₀⁻¹)`` of ``prior``, or ``(None, None)`` for the identity (whose arithmetic
+        is then that of ITML before the option); a one-line ``ValueError`` naming ``prior`` for
+        an array that is not a symmetric positive definite d×d matrix."""
+        d = X.shape[1]
+        if isinstance(self.prior, str):
+            if self.prior == "identity":
+                return None, None
+            if self.prior == "covariance":
+                A = prior_inverse(X, "covariance", "ITML")
+                return _symmetric(np.linalg.inv(A)), A
+            M0 = make_spd_matrix(d, random_state=rng)
+            return M0, _symmetric(np.linalg.inv(M0))
+        try:
+            M0 = np.array(self.prior, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"prior: expected 'identity', 'covariance', 'random' or a "
+                             f"symmetric positive definite ({d}, {d}) array "
+                             f"({' '.join(str(exc).split())})") from None
+        if M0.shape != (d, d) or not np.isfinite(M0).all():
+            raise ValueError(f"prior: expected a finite ({d}, {d}) array for {d} features, got "
+                             f"shape {M0.shape}")
+        if not np.allclose(M0, M0.T, rtol=1e-10, atol=1e-12 * np.abs(M0).max()):
+            raise ValueError("prior: the array must be symmetric")
+        M0 = _symmetric(M0)
+        try:
+            np.linalg.cholesky(M0)
+        except np.linalg.LinAlgError:
+            raise ValueError(f"prior: the array must be positive definite (smallest eigenvalue "
+                             f"{np.linalg.eigvalsh(M0)[0]:.3g})") from None
+        return M0, _symmetric(np.linalg.inv(M0))
 
-def _bregman_sweeps(X, pairs, V, delta, xi0, gamma, tol, max_proj, max_iter, start):
+
+def _symmetric(S: np.ndarray) -> np.ndarray:
+    """``(S + Sᵀ) / 2``: an inverse made exactly symmetric."""
+    return (S + S.T) / 2
+
+
+def _bregman_sweeps(X, pairs, V, delta, xi0, gamma, tol, max_proj, max_iter, start, M0=None,
+                    prior_inv=None, report=None):
     """Algorithm 1: cyclic projections until the duals settle (``ItmlAlg.m``'s rule and cap).
 
     Each sweep is one call of the compiled :func:`_sweep`; the stopping rule, the cap and the
     trace record are checked in between. Returns (M, ξ, λ, trace, converged, number of
-    projections).
+    projections). ``M0`` (None: I) is the start, ``prior_inv`` its inverse for the objective.
+    ``report(sweep, trace)``, if given, is called after each sweep's record (``verbose ≥ 2``).
     """
     n_c, d = V.shape
-    M = np.eye(d)  # M₀ = I
+    M = np.eye(d) if M0 is None else np.array(M0, dtype=np.float64, order="C")  # a copy of M₀
+    logdet_inv = None if prior_inv is None else _logdet(prior_inv)
     lam, lam_old = np.zeros(n_c), np.zeros(n_c)
     xi = xi0.astype(float).copy()
     gamma_proj = 1.0 if np.isinf(gamma) else gamma / (gamma + 1.0)
@@ -222,10 +307,13 @@ def _bregman_sweeps(X, pairs, V, delta, xi0, gamma, tol, max_proj, max_iter, sta
         conv = 0.0 if normsum == 0 else float(np.abs(lam_old - lam).sum() / normsum)
         R = np.linalg.cholesky(M)
         q = pair_sq_distances(X @ R, pairs)  # row-wise d_M² through the factor M = R Rᵀ
-        trace["objective"].append(itml_objective(M, xi, xi0, gamma, chol=R))
+        trace["objective"].append(itml_objective(M, xi, xi0, gamma, chol=R, prior_inverse=prior_inv,
+                                                 prior_logdet=logdet_inv))
         trace["conv"].append(conv)
         trace["violation"].append(float(np.max(delta * (q - xi))) / scale)
         trace["time"].append(time.perf_counter() - start)
+        if report is not None:
+            report(sweep, trace)
         if normsum == 0 or conv < tol:
             converged = True
         elif n_proj > max_proj or (max_iter is not None and sweep >= max_iter):
@@ -268,14 +356,29 @@ def _sweep(M, V, delta, xi, lam, gamma_proj, inv_gamma):
                 M[i, j] += beta * (Mv[i] * Mv[j])
 
 
-def itml_objective(M, xi, xi0, gamma, chol=None):
-    """``D_ld(M, I) + γ Σ (ξ/ξ₀ − log(ξ/ξ₀) − 1)`` (Eq. (4) with slacks; no slack term if γ = ∞)."""
+def itml_objective(M, xi, xi0, gamma, chol=None, prior_inverse=None, prior_logdet=None):
+    """``D_ld(M, M₀) + γ Σ (ξ/ξ₀ − log(ξ/ξ₀) − 1)`` (Eq. (4) with slacks; no slack term if γ = ∞).
+
+    ``D_ld(M, M₀) = tr(M M₀⁻¹) − log det M − log det M₀⁻¹ − d`` with ``prior_inverse`` = M₀⁻¹
+    (None: M₀ = I) and ``prior_logdet`` its log-determinant (computed when not given).
+    """
     R = np.linalg.cholesky(M) if chol is None else chol
-    f = np.trace(M) - 2.0 * np.sum(np.log(np.diag(R))) - M.shape[0]
+    if prior_inverse is None:
+        f = np.trace(M) - 2.0 * np.sum(np.log(np.diag(R))) - M.shape[0]
+    else:
+        if prior_logdet is None:
+            prior_logdet = _logdet(prior_inverse)
+        f = (np.vdot(prior_inverse, M) - 2.0 * np.sum(np.log(np.diag(R))) - prior_logdet
+             - M.shape[0])
     if np.isfinite(gamma) and len(xi):
         r = np.asarray(xi) / np.asarray(xi0)
         f += gamma * np.sum(r - np.log(r) - 1.0)
     return float(f)
+
+
+def _logdet(S: np.ndarray) -> float:
+    """log det of a positive definite S, by its Cholesky factor."""
+    return 2.0 * float(np.sum(np.log(np.diag(np.linalg.cholesky(S)))))
 
 
 def squared_distance_bounds(X, lower_pct=5.0, upper_pct=95.0, rng=None,

@@ -37,7 +37,7 @@ import scipy.linalg
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .base import MetricLearner, store_params
+from .base import VERBOSE, MetricLearner, store_params
 
 EMBEDDINGS = ("weighted", "orthonormalized", "plain")
 #: S^lw counts as singular when its smallest eigenvalue is at most this times its largest
@@ -79,6 +79,8 @@ class LFDA(MetricLearner):
         ``T = (φ_1 | … | φ_r)``.
     ridge : float, default=1e-3
         Relative ridge δ of a singular ``S^lw`` (see above); unused when ``S^lw`` is regular.
+    verbose : int, default=0
+        0: silent; 1 and more: one line at the end of the fit (a closed form: no progress).
 
     Attributes
     ----------
@@ -122,9 +124,10 @@ class LFDA(MetricLearner):
         "k": [Interval(Integral, 1, None, closed="left")],
         "embedding": [StrOptions(set(EMBEDDINGS))],
         "ridge": [Interval(Real, 0, None, closed="neither")],
+        "verbose": VERBOSE,
     }
 
-    def __init__(self, n_components=None, k=7, embedding="weighted", ridge=1e-3):
+    def __init__(self, n_components=None, k=7, embedding="weighted", ridge=1e-3, verbose=0):
         store_params(self, locals())
 
     def _fit(self, X, y, constraints):

@@ -38,17 +38,16 @@ each triplet). With ``impostors="recompute"`` only these targets are taken from 
 from __future__ import annotations
 
 import time
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..evaluate import knn_error
 from ..splits import train_test_split_indices
-from .base import SEED, MetricLearner, store_params
-from .linalg import PairOuterSum, components_from_psd, pair_sq_distances, project_psd
+from .base import SEED, VERBOSE, MetricLearner, report_progress, store_params, warn_not_converged
+from .linalg import (PairOuterSum, components_from_psd, eigh_all, pair_sq_distances,
+                     project_psd)
 
 IMPOSTOR_MODES = ("recompute", "given")
 SOLVERS = ("L", "M")
@@ -103,12 +102,27 @@ class LMNN(MetricLearner):
         Checks without a lower validation error before stopping.
     random_state : int or None, default=0
         Seed of the validation draw (``numpy.random.default_rng``).
+    n_components : int or None, default=None
+        ``None``: L is d×d and starts at I. An int k ≤ d: L is k×d, so M = LᵀL has rank ≤ k and
+        ``transform`` gives k columns; it starts at the top k principal directions of the
+        training points (orthonormal rows, the ``"pca"`` start of scikit-learn's NCA and
+        metric-learn's LMNN) and the same loss ε is minimised by the same gradient steps in L,
+        ``∂ε/∂L = 2 L G`` (not a projection of a full-rank M afterwards). k < d needs
+        ``solver="L"`` (one-line ``ValueError`` otherwise): a rank cap on M is not convex.
+        k = d starts from a rotation of I, which has the same distances: the same fit as
+        ``None`` up to round-off. ``None`` is left out of a result's identity
+        (``neutral_params``): it is the fit from before the option existed.
+    verbose : int, default=0
+        0: silent; 1: one line at the end of the fit (iterations, objective, relative change,
+        converged, seconds); 2 and more: also one line per iteration (loss, step α, active
+        triplets).
 
     Attributes
     ----------
     metric_ : ndarray (d, d)
-    components_ : ndarray (d, d)
-        L with M = LᵀL.
+    components_ : ndarray (n_components, d)
+        L with M = LᵀL (d rows for ``n_components=None``), as the eigen-factor of M: rows by
+        decreasing eigenvalue.
     objective_ : float
         ε at the returned L (over all impostors among the training points with
         ``impostors="recompute"``, over the given triplets otherwise).
@@ -134,11 +148,12 @@ class LMNN(MetricLearner):
 
     Notes
     -----
-    *No impostors.* When no triplet has a positive hinge at the start (the initial L = I already
-    separates every target neighbour from every impostor by the margin), only the pull term is
-    left; it is minimised by the degenerate L → 0, which LMNN's scale-fixing margin is meant to
-    prevent. The solver then stops after that first evaluation (``converged_ = True``,
-    ``n_iter_ = 1``, one trace record) and returns L = I.
+    *No impostors.* When no triplet has a positive hinge at the start (the initial L = I, or the
+    principal directions with ``n_components``, already separates every target neighbour from
+    every impostor by the margin), only the pull term is left; it is minimised by the degenerate
+    L → 0, which LMNN's scale-fixing margin is meant to prevent. The solver then stops after
+    that first evaluation (``converged_ = True``, ``n_iter_ = 1``, one trace record) and returns
+    the initial L.
 
     References
     ----------
@@ -166,20 +181,24 @@ class LMNN(MetricLearner):
         "validation_every": [Interval(Integral, 1, None, closed="left")],
         "patience": [Interval(Integral, 1, None, closed="left")],
         "random_state": SEED,
+        "n_components": [Interval(Integral, 1, None, closed="left"), None],
+        "verbose": VERBOSE,
     }
+    #: ``n_components=None`` is the square L that LMNN learned before the option existed
+    neutral_params = {**MetricLearner.neutral_params, "n_components": None}
 
     def __init__(self, mu=0.5, margin=1.0, max_iter=1000, tol=1e-7, step_size=None,
                  step_growth=1.01, impostors="recompute", update_every=10, solver="L",
                  smoothing=1e-6, chunk_size=2**22, validation=0.0, validation_every=10,
-                 patience=5, random_state=0):
+                 patience=5, random_state=0, n_components=None, verbose=0):
         store_params(self, locals())
 
     def _fit(self, X, y, constraints):
         start = time.perf_counter()
         d = X.shape[1]
         recompute = self.impostors == "recompute"
-        X, y, targets, prob, held_out = self._problem(X, y, constraints)
-        L = np.eye(d)
+        self._check_n_components(d)
+        X, y, targets, prob, held_out, L = self._problem(X, y, constraints)
         M = np.eye(d)
         smooth = self.margin if self.solver == "M" else 0.0
         smooth_min = self.smoothing * self.margin if self.solver == "M" else 0.0
@@ -232,6 +251,9 @@ class LMNN(MetricLearner):
                                         int(state[2].sum()), time.perf_counter() - start,
                                         val_err)):
                 trace[key].append(val)
+            if self.verbose >= 2:
+                report_progress(self, it, objective=loss, step=alpha,
+                                n_active=trace["n_active"][-1], validation_error=val_err)
             if held_out is not None and checks_since_best >= self.patience:
                 converged = True  # early stopping: the validation error stopped improving
                 break
@@ -260,8 +282,12 @@ class LMNN(MetricLearner):
                     converged = True
                     break
         if not converged:
-            warnings.warn(f"LMNN did not converge in {self.max_iter} iterations "
-                          f"(loss {loss:.6g})", ConvergenceWarning)
+            warn_not_converged(
+                self, rule=(f"relative change of the loss ≤ tol = {self.tol:g} over 3 accepted "
+                            "steps, then no new impostor"),
+                cap=f"max_iter = {self.max_iter} iterations",
+                reached=f"loss {loss:.6g}, relative change {change:.3g}",
+                hint="raise max_iter (or tol)")
         L = self._keep_best(X, y, held_out, L, it, best)
         if recompute:  # the loss over all impostors at the returned L
             prob.set_impostors(*_search_impostors(X, y, targets, L, self.margin, self.chunk_size))
@@ -271,9 +297,10 @@ class LMNN(MetricLearner):
     def _problem(self, X, y, constraints):
         """The training data without the validation part, and the loss over its triplets.
 
-        Returns ``(X, y, targets, prob, held_out)``: the distinct target pairs (sorted by anchor
-        with ``impostors="recompute"``, whose impostors are searched at L = I), the
-        :class:`_Problem` and ``held_out`` of :meth:`_hold_out`.
+        Returns ``(X, y, targets, prob, held_out, L0)``: the distinct target pairs (sorted by
+        anchor with ``impostors="recompute"``, whose impostors are searched at the starting L),
+        the :class:`_Problem`, ``held_out`` of :meth:`_hold_out` and the starting L
+        (:meth:`_initial_L`).
         """
         recompute = self.impostors == "recompute"
         if recompute and y is None:
@@ -283,19 +310,45 @@ class LMNN(MetricLearner):
         X, y, T, held_out = self._hold_out(X, y, T)
         if len(T) == 0:
             raise ValueError("LMNN needs at least one triplet (target neighbours)")
+        L0 = self._initial_L(X)
         targets, t_of = np.unique(T[:, :2], axis=0, return_inverse=True)
         t_of = t_of.ravel()
         if recompute:
             order = np.argsort(targets[:, 0], kind="stable")
             targets, t_of = targets[order], np.argsort(order)[t_of]
             prob = _Problem(X, targets, self.mu, self.margin)
-            prob.set_impostors(*_search_impostors(X, y, targets, np.eye(X.shape[1]), self.margin,
+            prob.set_impostors(*_search_impostors(X, y, targets, L0, self.margin,
                                                   self.chunk_size))
         else:
             imp, i_of = np.unique(T[:, [0, 2]], axis=0, return_inverse=True)
             prob = _Problem(X, targets, self.mu, self.margin)
             prob.set_triplets(imp, t_of, i_of.ravel())
-        return X, y, targets, prob, held_out
+        return X, y, targets, prob, held_out, L0
+
+    def _check_n_components(self, d: int) -> None:
+        """A one-line ``ValueError`` for an ``n_components`` above d, or below d with
+        ``solver="M"`` (a rank cap on M is not convex: it is learned in L only)."""
+        k = self.n_components
+        if k is None:
+            return
+        if k > d:
+            raise ValueError(f"n_components={k} exceeds the number of features ({d})")
+        if k < d and self.solver == "M":
+            raise ValueError(f"n_components={k} needs solver='L' (a rectangular L); "
+                             f"solver='M' learns a full-rank M by projected steps on the convex "
+                             f"problem, which a rank cap would make non-convex")
+
+    def _initial_L(self, X) -> np.ndarray:
+        """The starting L: I (d×d) for ``n_components=None``, else the top ``n_components``
+        principal directions of the training points ``X`` as orthonormal rows (the ``"pca"``
+        start of scikit-learn's NCA and metric-learn's LMNN); with ``n_components = d`` a
+        rotation, which gives the same distances, so the same fit as I up to round-off."""
+        d = X.shape[1]
+        if self.n_components is None:
+            return np.eye(d)
+        Xc = X - X.mean(axis=0)
+        _, U = eigh_all(Xc.T @ Xc)
+        return np.ascontiguousarray(U[:, ::-1][:, :self.n_components].T)
 
     def _gradients(self, prob, state, L):
         """``(G, grad)``: the gradient G of the loss in M at ``state``, and the step's direction,
@@ -333,7 +386,8 @@ class LMNN(MetricLearner):
         return X[keep], y[keep], T, (X[held], y[held])
 
     def _finish(self, L, loss, n_iter, converged, optimality, n_active, trace, start):
-        self.components_ = components_from_psd(L.T @ L)
+        # LᵀL's eigen-factor, rows by decreasing eigenvalue: the first L.shape[0] carry its rank
+        self.components_ = components_from_psd(L.T @ L)[:L.shape[0]]
         self.metric_ = self.components_.T @ self.components_
         self.objective_ = float(loss)
         self.n_iter_ = int(n_iter)

@@ -34,17 +34,15 @@ vector, and S is kept as its rank-one terms, from which M's factor comes at the 
 from __future__ import annotations
 
 import time
-import warnings
 from numbers import Real
 
 import numpy as np
 from numba import njit
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval
 
-from .base import MetricLearner, store_params
-from .dml_eig import (FRANK_WOLFE_CONSTRAINTS, _smoothed_min_into, iterate_metric,
-                      needs_similar_pairs, whiten)
+from .base import MetricLearner, report_progress, store_params, warn_not_converged
+from .dml_eig import (FRANK_WOLFE_CONSTRAINTS, _smoothed_min_into, frank_wolfe_warning,
+                      iterate_metric, needs_similar_pairs, whiten)
 from .linalg import JIT_OPTIONS, pair_sq_distances, triplet_pairs
 from .top_eigen import GramTopEigenvector
 
@@ -99,6 +97,10 @@ class LMNNEig(MetricLearner):
     init : {"identity"}, default="identity"
         ``S_1 = I/d`` and ``ξ_1 = 1/T``: Table 2's initialisation (``Tr(S_1) = 1``, ``ξ_1 ≥ 0``)
         that also satisfies the constraint of (16), which forces ``Σ ξ_1 = 1`` once ``Tr S_1 = 1``.
+    verbose : int, default=0
+        0: silent; 1: one line at the end of the fit (iterations, objective, relative duality
+        gap, converged, seconds); 2 and more: also one line per iteration (``f_μ`` and the
+        relative gap).
 
     Attributes
     ----------
@@ -137,7 +139,7 @@ class LMNNEig(MetricLearner):
 
     def __init__(self, gamma=0.5, mu=1e-4, tol=1e-5, max_iter=1000, stopping="gap", ridge=1e-2,
                  ridge_mode="relative", scale="none", weight_threshold=1e-12,
-                 init="identity"):
+                 init="identity", verbose=0):
         store_params(self, locals())
 
     def _constraints_needed(self):
@@ -192,7 +194,7 @@ class LMNNEig(MetricLearner):
             slack_step, vertex_value = _lp_vertex(lam, c2 * w[tau], gamma)
             return f_mu, v, p, tau, slack_step, vertex_value - float(w @ value), value.min()
 
-        converged, f_prev = False, np.inf
+        converged, f_prev, report = False, np.inf, self.verbose >= 2
         for t in range(1, self.max_iter + 1):
             f_mu, v, p, tau, slack_step, gap, min_value = vertex()
             if self.stopping == "objective" and abs(f_mu - f_prev) < self.tol:
@@ -201,6 +203,9 @@ class LMNNEig(MetricLearner):
             for key, val in zip(trace, (f_mu, min_value, gap, slack_step,
                                         time.perf_counter() - start)):
                 trace[key].append(val)
+            if report:
+                report_progress(self, t, objective=f_mu, relative_gap=gap / abs(f_mu),
+                                slack_step=slack_step)
             if self.stopping == "gap" and gap <= self.tol * abs(f_mu):
                 converged = True
                 break
@@ -216,9 +221,8 @@ class LMNNEig(MetricLearner):
             alphas.append(alpha)
             f_prev = f_mu
         if not converged:
-            warnings.warn(f"LMNN-eig did not converge in {self.max_iter} iterations "
-                          f"(last duality gap {trace['gap'][-1]:.3g})", ConvergenceWarning)
             f_mu, *_, gap, _ = vertex()  # at the returned iterate
+            warn_not_converged(self, **frank_wolfe_warning(self, f_mu, gap))
         self.components_, self.metric_ = iterate_metric(np.array(vecs).reshape(-1, d),
                                                         np.array(alphas), L)
         self.slack_ = xi

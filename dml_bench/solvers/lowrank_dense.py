@@ -20,16 +20,14 @@ Frank-Wolfe: projection-free sparse convex optimization. ICML 2013.
 from __future__ import annotations
 
 import time
-import warnings
 from numbers import Real
 
 import numpy as np
 import scipy.linalg
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, eigsh
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval
 
-from .base import MEMORY_LIMIT, store_params
+from .base import MEMORY_LIMIT, rate_hint, report_progress, store_params, warn_not_converged
 from .linalg import (PairOuterSum, check_square_memory, components_from_psd, eigh_above, eigh_all,
                      pair_differences, pair_quadratic_forms, pair_sq_distances, triplet_pairs)
 from .lowrank_sgd import (LowRankDMLBase, TripletEvaluator, hinge_objective,
@@ -153,7 +151,7 @@ class _DenseBase(LowRankDMLBase):
         evaluator = None if self._full_gradient else self._evaluator(X, triplets, rng)
         W = np.zeros((d, d))
         trace = {"objective": [], "time": []}
-        converged = False
+        converged, report = False, self.verbose >= 2
         for t in range(1, self.max_iter + 1):
             f, G = self._gradient(X, triplets, W, rng)
             W, info = self._update(t, W, G, self._step_size(t))
@@ -165,6 +163,9 @@ class _DenseBase(LowRankDMLBase):
             for key, val in info.items():
                 trace.setdefault(key, []).append(val)
             trace["time"].append(time.perf_counter() - start)
+            if report and not np.isnan(f):
+                report_progress(self, t, objective=f, **{k: v[-1] for k, v in trace.items()
+                                                         if k not in ("objective", "time")})
             if stop:
                 converged = True
                 break
@@ -176,8 +177,11 @@ class _DenseBase(LowRankDMLBase):
         qt, qi = TripletEvaluator(X, triplets).distances_dense(W)
         tol = getattr(self, "tol", 0.0)
         if tol > 0 and not converged:
-            warnings.warn(f"{type(self).__name__} did not converge in {self.max_iter} iterations "
-                          f"(last gap {trace['gap'][-1]:.3g})", ConvergenceWarning)
+            warn_not_converged(
+                self, rule=f"Frank-Wolfe gap ≤ tol·|F| with tol = {tol:g}",
+                cap=f"max_iter = {self.max_iter} iterations",
+                reached=f"relative duality gap {optimality:.3g}",
+                hint=rate_hint(self.max_iter, optimality, tol, rate="Frank-Wolfe O(1/t)"))
         # no stopping rule (tol = 0): the method runs its prescribed max_iter iterations
         self._finish(trace, len(trace["time"]), converged or tol == 0,
                      hinge_objective(qt, qi, np.trace(W), self.lam), optimality)
@@ -217,6 +221,9 @@ class LowRankGD(_DenseBase):
     memory_limit_gb : float or None, default=None
         Memory the d×d arrays may use; None: the memory available now (``MemoryError`` before any
         d×d allocation when 4 d×d float64 arrays exceed it).
+    verbose : int, default=0
+        0: silent; 1: one line at the end of the fit (iterations, objective, seconds); 2 and
+        more: also one line per iteration (the objective F at its start, the rank).
 
     Attributes
     ----------
@@ -235,7 +242,7 @@ class LowRankGD(_DenseBase):
         "lam", "tau", "constraint", "step", "max_iter", memory_limit_gb=MEMORY_LIMIT)
 
     def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, max_iter=500,
-                 memory_limit_gb=None):
+                 memory_limit_gb=None, verbose=0):
         store_params(self, locals())
 
 
@@ -254,6 +261,9 @@ class LowRankSGD(_DenseBase):
     log_every, n_eval, random_state : as :class:`SGDIncSVD`.
     memory_limit_gb : float or None, default=None
         As :class:`LowRankGD`.
+    verbose : int, default=0
+        0: silent; 1: one line at the end of the fit (iterations, objective, seconds); 2 and
+        more: also one line at every logged objective (every ``log_every`` iterations).
 
     Attributes
     ----------
@@ -275,7 +285,7 @@ class LowRankSGD(_DenseBase):
 
     def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, batch_size=1,
                  max_iter=500, log_every=10, n_eval=10000, random_state=0,
-                 memory_limit_gb=None):
+                 memory_limit_gb=None, verbose=0):
         store_params(self, locals())
 
 
@@ -295,11 +305,11 @@ class LowRankSGDBatch(LowRankSGD):
 
     def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, batch_size=10,
                  max_iter=500, log_every=10, n_eval=10000, random_state=0,
-                 memory_limit_gb=None):
+                 memory_limit_gb=None, verbose=0):
         super().__init__(lam=lam, tau=tau, constraint=constraint, step=step,
                          batch_size=batch_size, max_iter=max_iter, log_every=log_every,
                          n_eval=n_eval, random_state=random_state,
-                         memory_limit_gb=memory_limit_gb)
+                         memory_limit_gb=memory_limit_gb, verbose=verbose)
 
 
 class LowRankFW(_DenseBase):
@@ -324,6 +334,10 @@ class LowRankFW(_DenseBase):
         paper's Fig. 2, without warning).
     memory_limit_gb : float or None, default=None
         As :class:`LowRankGD`.
+    verbose : int, default=0
+        0: silent; 1: one line at the end of the fit (iterations, objective, relative gap,
+        converged, seconds); 2 and more: also one line per iteration (F at its start, the
+        gap).
 
     Attributes
     ----------
@@ -344,7 +358,7 @@ class LowRankFW(_DenseBase):
         tol=[Interval(Real, 0, None, closed="left")], memory_limit_gb=MEMORY_LIMIT)
 
     def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=2.0, max_iter=500,
-                 tol=0.0, memory_limit_gb=None):
+                 tol=0.0, memory_limit_gb=None, verbose=0):
         store_params(self, locals())
 
     def _vertex(self, W, G):
@@ -406,6 +420,9 @@ class LowRankSGDOne(_DenseBase):
         that of the final solution's rule (projected average) at that iteration.
     memory_limit_gb : float or None, default=None
         As :class:`LowRankGD`.
+    verbose : int, default=0
+        0: silent; 1: one line at the end of the fit (iterations, objective, seconds); 2 and
+        more: also one line at every logged objective (every ``log_every`` iterations).
 
     Attributes
     ----------
@@ -430,7 +447,7 @@ class LowRankSGDOne(_DenseBase):
 
     def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, gamma=1.0,
                  batch_size=10, max_iter=500, log_every=10, n_eval=10000, random_state=0,
-                 memory_limit_gb=None):
+                 memory_limit_gb=None, verbose=0):
         store_params(self, locals())
 
     def _prepare(self, X, triplets):

@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .base import SEED, MetricLearner, store_params
+from .base import SEED, VERBOSE, MetricLearner, report_progress, store_params
 from .incremental_eigen import eigen_update
 from .linalg import pair_quadratic_forms, pair_sq_distances
 
@@ -162,8 +162,9 @@ LOWRANK_CONSTRAINTS: dict = {
 
 
 def lowrank_constraints(*names: str, **own) -> dict:
-    """``LOWRANK_CONSTRAINTS`` of the shared parameters ``names``, and a solver's ``own``."""
-    return {**{name: LOWRANK_CONSTRAINTS[name] for name in names}, **own}
+    """``LOWRANK_CONSTRAINTS`` of the shared parameters ``names``, a solver's ``own``, and
+    ``verbose`` (every solver's last parameter)."""
+    return {**{name: LOWRANK_CONSTRAINTS[name] for name in names}, **own, "verbose": VERBOSE}
 
 
 class LowRankDMLBase(MetricLearner):
@@ -261,6 +262,9 @@ class SGDIncSVD(LowRankDMLBase):
         Size of the fixed random evaluation subset of triplets (all triplets when fewer or None).
     random_state : int or None, default=0
         Seed of the mini-batch sampling (``numpy.random.default_rng``).
+    verbose : int, default=0
+        0: silent; 1: one line at the end of the fit (iterations, objective, seconds); 2 and
+        more: also one line at every logged objective (every ``log_every`` iterations).
 
     Attributes
     ----------
@@ -292,7 +296,8 @@ class SGDIncSVD(LowRankDMLBase):
         "random_state", max_rank=[Interval(Integral, 1, None, closed="left"), None])
 
     def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, batch_size=100,
-                 max_iter=500, max_rank=None, log_every=10, n_eval=10000, random_state=0):
+                 max_iter=500, max_rank=None, log_every=10, n_eval=10000, random_state=0,
+                 verbose=0):
         store_params(self, locals())
 
     @property
@@ -309,6 +314,7 @@ class SGDIncSVD(LowRankDMLBase):
         evaluator = self._evaluator(X, triplets, rng)
         U, s = np.zeros((d, 0)), np.zeros(0)
         trace = {"objective": [], "rank": [], "time": []}
+        report = self.verbose >= 2
         for t in range(1, self.max_iter + 1):
             eta = self._step_size(t)
             batch = triplets[rng.integers(len(triplets), size=self.batch_size)]
@@ -324,6 +330,8 @@ class SGDIncSVD(LowRankDMLBase):
             if t % self.log_every == 0 or t == self.max_iter:
                 qt, qi = evaluator.distances_factor(U * np.sqrt(s))
                 trace["objective"].append(hinge_objective(qt, qi, s.sum(), self.lam))
+                if report:
+                    report_progress(self, t, objective=trace["objective"][-1], rank=len(s))
             else:
                 trace["objective"].append(np.nan)
             trace["rank"].append(len(s))

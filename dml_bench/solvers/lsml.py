@@ -33,17 +33,15 @@ against, so the equations are written out in full instead.
 from __future__ import annotations
 
 import time
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.linalg
 from sklearn.base import _fit_context
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..constraints import Constraints
-from .base import MetricLearner, store_params
+from .base import VERBOSE, MetricLearner, report_progress, store_params, warn_not_converged
 from .linalg import PairOuterSum, components_from_psd, pair_sq_distances
 from .sdml import PRIORS, prior_inverse
 
@@ -66,8 +64,12 @@ class LSML(MetricLearner):
         covariance of X (refused in one line when the covariance is singular).
     tol : float, default=1e-4
         Stop when ``‖∇f(M)‖_F ≤ tol · ‖∇f(M₀)‖_F``.
-    max_iter : int, default=1000
-        Cap on the gradient steps.
+    max_iter : int, default=5000
+        Cap on the gradient steps (digits, z-scored with k = 3 triplets, needs about 3,600 to
+        reach the default ``tol``; metric-learn's cap is 1000 at ``tol=1e-3``).
+    verbose : int, default=0
+        0: silent; 1: one line at the end of the fit (steps, objective, relative gradient norm,
+        converged, seconds); 2 and more: also one line per gradient step.
 
     Attributes
     ----------
@@ -110,9 +112,10 @@ class LSML(MetricLearner):
         "prior": [StrOptions(set(PRIORS))],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "verbose": VERBOSE,
     }
 
-    def __init__(self, regularization=1.0, prior="identity", tol=1e-4, max_iter=1000):
+    def __init__(self, regularization=1.0, prior="identity", tol=1e-4, max_iter=5000, verbose=0):
         store_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -154,11 +157,16 @@ class LSML(MetricLearner):
         f = LSMLObjective(X, quads, A, float(self.regularization))
         M0 = np.linalg.inv(A) if self.prior != "identity" else np.eye(X.shape[1])
         M, trace, converged, value, grad_ratio, n_violated = armijo_descent(
-            f, M0, self.tol, self.max_iter, start)
+            f, M0, self.tol, self.max_iter, start, self if self.verbose >= 2 else None)
         if not converged:
-            warnings.warn(f"LSML did not converge in {len(trace['objective'])} steps (relative "
-                          f"gradient norm {grad_ratio:.3g} > tol = {self.tol:g})",
-                          ConvergenceWarning)
+            steps, cap = len(trace["objective"]), f"max_iter = {self.max_iter} steps"
+            warn_not_converged(
+                self, rule=f"‖∇f(M)‖_F ≤ tol·‖∇f(M₀)‖_F with tol = {self.tol:g}", cap=cap,
+                stopped=(None if steps >= self.max_iter else
+                         f"the line search found no decrease above round-off after {steps} "
+                         f"steps, below the cap {cap},"),
+                reached=f"relative gradient norm {grad_ratio:.3g}",
+                hint="raise max_iter (or tol)")
         self.metric_ = M
         self.components_ = components_from_psd(M)
         self.objective_ = value
@@ -266,13 +274,14 @@ class LSMLObjective:
         return (G + G.T) / 2, len(active)
 
 
-def armijo_descent(f: LSMLObjective, M, tol, max_iter, start):
+def armijo_descent(f: LSMLObjective, M, tol, max_iter, start, reporter=None):
     """Gradient descent on f from M with Armijo backtracking (``ARMIJO_C``, ``BACKTRACK``).
 
     The first trial step of an iteration is twice the last accepted one
     (``2 ‖M₀‖_F / ‖∇f(M₀)‖_F`` at first); it is halved until ``M − t∇f`` is positive definite and
     ``f(M − t∇f) ≤ f(M) − ARMIJO_C · t ‖∇f‖_F²``. Returns (M, trace, converged, f(M),
-    ‖∇f(M)‖_F / ‖∇f(M₀)‖_F, violated comparisons at M).
+    ‖∇f(M)‖_F / ‖∇f(M₀)‖_F, violated comparisons at M); a progress line per step for
+    ``reporter`` (``verbose ≥ 2``).
     """
     value, state = f.value(M)
     G, violated = f.gradient(state)
@@ -301,6 +310,9 @@ def armijo_descent(f: LSMLObjective, M, tol, max_iter, start):
         ratio = float(np.linalg.norm(G)) / norm0
         for key, val in zip(trace, (value, ratio, step, violated, time.perf_counter() - start)):
             trace[key].append(val)
+        if reporter is not None:
+            report_progress(reporter, len(trace["time"]), objective=value, gradient_norm=ratio,
+                            step=step, violated=violated)
         if ratio <= tol:
             return M, trace, True, value, ratio, violated
     return M, trace, False, value, ratio, violated

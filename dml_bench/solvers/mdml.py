@@ -39,7 +39,7 @@ from numba import njit, vectorize
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .base import MetricLearner, integral_floats, store_params
+from .base import VERBOSE, MetricLearner, integral_floats, report_progress, store_params
 from .eigen_update import _rank_one_update
 from .linalg import components_from_psd, pair_differences
 
@@ -158,6 +158,9 @@ class MDML(MetricLearner):
     log_every : int or None, default=2000
         Record ``trace_`` every ``log_every`` updates (and after the last); ``None``: once per pass.
         Each record costs one T × d × d GEMM over all pairs.
+    verbose : int, default=0
+        0: silent; 1: one line at the end of the fit (updates, objective, seconds); 2 and more:
+        also one line per trace record.
 
     Attributes
     ----------
@@ -218,10 +221,11 @@ class MDML(MetricLearner):
         "shuffle": ["boolean"],
         "random_state": ["random_state"],
         "log_every": [Interval(Integral, 1, None, closed="left"), None],
+        "verbose": VERBOSE,
     }
 
     def __init__(self, loss="hinge", divergence="frobenius", eta=None, rho=1e-3, n_epochs=1,
-                 shuffle=True, random_state=0, log_every=2000):
+                 shuffle=True, random_state=0, log_every=2000, verbose=0):
         store_params(self, locals())
 
     def _fit(self, X, y, constraints):
@@ -290,3 +294,6 @@ class MDML(MetricLearner):
         trace["rank"].append(int(active.sum()))
         trace["n_updates"].append(t)
         trace["time"].append(time.perf_counter() - start)
+        if self.verbose >= 2:
+            report_progress(self, t, objective=trace["objective"][-1], mean_loss=mean_loss,
+                            threshold=mu, rank=trace["rank"][-1])

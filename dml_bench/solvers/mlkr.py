@@ -28,16 +28,15 @@ so no row underflows to 0/0 when the points are far apart in the kernel's units.
 from __future__ import annotations
 
 import time
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.optimize
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .base import MEMORY_LIMIT, MetricLearner, store_params
+from .base import (MEMORY_LIMIT, VERBOSE, MetricLearner, report_progress, store_params,
+                   warn_not_converged)
 from .linalg import check_square_memory, eigh_all
 
 INITS = ("pca", "identity", "random")
@@ -75,6 +74,9 @@ class MLKR(MetricLearner):
         Seeds ``init="random"`` (used only there).
     memory_limit_gb : float or None, default=None
         Memory the n×n arrays may use; None: the memory available when ``fit`` starts.
+    verbose : int, default=0
+        0: silent; 1: one line at the end of the fit (iterations, objective, largest gradient
+        entry, converged, seconds); 2 and more: also one line per L-BFGS-B iteration.
 
     Attributes
     ----------
@@ -112,10 +114,11 @@ class MLKR(MetricLearner):
         "tol": [Interval(Real, 0, None, closed="left")],
         "random_state": ["random_state"],
         "memory_limit_gb": MEMORY_LIMIT,
+        "verbose": VERBOSE,
     }
 
     def __init__(self, n_components=None, init="pca", max_iter=200, tol=1e-5,
-                 random_state=None, memory_limit_gb=None):
+                 random_state=None, memory_limit_gb=None, verbose=0):
         store_params(self, locals())
 
     def _fit(self, X, y, constraints):
@@ -133,7 +136,9 @@ class MLKR(MetricLearner):
         start = time.perf_counter()
         X = X - X.mean(axis=0)  # distances do not change; the Gram products lose less
         A0 = self._initial_map(X, r)
-        A, res, trace, loss, grad = _minimise(A0, X, y, self.max_iter, self.tol, start)
+        report = (lambda n, loss, g: report_progress(self, n, objective=loss, gradient_norm=g)
+                  ) if self.verbose >= 2 else None
+        A, res, trace, loss, grad = _minimise(A0, X, y, self.max_iter, self.tol, start, report)
         self.components_ = np.ascontiguousarray(A)
         self.metric_ = A.T @ A
         self.objective_ = float(loss)
@@ -142,9 +147,15 @@ class MLKR(MetricLearner):
         self.optimality_ = float(np.abs(grad).max())
         self.trace_ = {k: np.asarray(v, dtype=float) for k, v in trace.items()}
         if not self.converged_:
-            warnings.warn(f"MLKR did not converge in {self.n_iter_} L-BFGS-B iterations "
-                          f"({res.message}; largest gradient entry {self.optimality_:.3g})",
-                          ConvergenceWarning)
+            cap = f"max_iter = {self.max_iter} L-BFGS-B iterations"
+            warn_not_converged(
+                self, rule=f"largest entry of ∂ℒ/∂A ≤ tol = {self.tol:g}, or relative decrease "
+                "of ℒ ≤ scipy's ftol", cap=cap,
+                stopped=(None if self.n_iter_ >= self.max_iter else
+                         f"L-BFGS-B stopped after {self.n_iter_} iterations ({res.message}), "
+                         f"below the cap {cap},"),
+                reached=f"largest gradient entry {self.optimality_:.3g}",
+                hint="raise max_iter (or tol)")
 
     def _initial_map(self, X, r):
         """The starting A (r×d) of ``init``, from the centred ``X``."""
@@ -157,9 +168,10 @@ class MLKR(MetricLearner):
         return np.ascontiguousarray(U[:, ::-1][:, :r].T)
 
 
-def _minimise(A0, X, y, max_iter, tol, start):
+def _minimise(A0, X, y, max_iter, tol, start, report=None):
     """scipy's L-BFGS-B on vec(A) from ``A0``; returns A, scipy's result, the per-iteration
-    trace, and ℒ and ∂ℒ/∂A at A.
+    trace, and ℒ and ∂ℒ/∂A at A; ``report(n, ℒ, gradient norm)``, if given, is called at every
+    iteration (``verbose ≥ 2``).
 
     ℒ and ∂ℒ/∂A at an iterate are those of the last evaluation when it was at that iterate
     (L-BFGS-B's accepted point is its last line-search evaluation), else evaluated anew.
@@ -184,6 +196,8 @@ def _minimise(A0, X, y, max_iter, tol, start):
         trace["objective"].append(last["loss"])
         trace["gradient_norm"].append(float(np.abs(last["grad"]).max()))
         trace["time"].append(time.perf_counter() - start)
+        if report is not None:
+            report(len(trace["time"]), last["loss"], trace["gradient_norm"][-1])
 
     res = scipy.optimize.minimize(fun, A0.ravel(), jac=True, method="L-BFGS-B", callback=record,
                                   options={"maxiter": max_iter, "gtol": tol})

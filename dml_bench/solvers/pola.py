@@ -50,7 +50,7 @@ from numba.extending import get_cython_function_address
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 
-from .base import MetricLearner, store_params
+from .base import VERBOSE, MetricLearner, report_progress, store_params
 from .linalg import JIT_OPTIONS, components_from_psd, pair_differences, pair_sq_distances
 
 TRACE_KEYS = ("iteration", "objective", "squared_loss", "mistakes", "threshold", "time")
@@ -197,6 +197,9 @@ class POLA(MetricLearner):
         pass returns to Python for each record (a few µs), so ``log_every=1`` — one entry per
         round, ``len(trace_["time"]) == n_iter_`` — works but brings back a Python step per round
         (the default was 1 before the pass was compiled).
+    verbose : int, default=0
+        0: silent; 1: one line at the end of the fit (rounds, objective, converged, seconds);
+        2 and more: also one line per trace record (every ``log_every`` rounds).
 
     Attributes
     ----------
@@ -254,9 +257,10 @@ class POLA(MetricLearner):
         "shuffle": ["boolean"],
         "random_state": ["random_state"],
         "log_every": [Interval(Integral, 1, None, closed="left")],
+        "verbose": VERBOSE,
     }
 
-    def __init__(self, n_epochs=1, shuffle=True, random_state=0, log_every=100):
+    def __init__(self, n_epochs=1, shuffle=True, random_state=0, log_every=100, verbose=0):
         store_params(self, locals())
 
     def _fit(self, X, y, constraints):
@@ -285,6 +289,10 @@ class POLA(MetricLearner):
                 n_rounds += len(Y_chunk)
                 if n_rounds % log_every == 0:
                     _log(trace, s, n_rounds, start)
+                    if self.verbose >= 2:
+                        report_progress(self, n_rounds, online_loss=trace["objective"][-1],
+                                        mistakes=trace["mistakes"][-1],
+                                        threshold=trace["threshold"][-1])
             updates_in_epoch = s["n_updates"] - updates_before
             if updates_in_epoch == 0:
                 break

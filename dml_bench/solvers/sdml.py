@@ -29,14 +29,16 @@ against, so the equations are written out in full instead.
 from __future__ import annotations
 
 import time
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.linalg
 from sklearn.covariance import graphical_lasso
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .base import MetricLearner, store_params
+from .base import VERBOSE, MetricLearner, store_params, warn_not_converged
 from .linalg import components_from_psd, weighted_pair_outer_sum
 
 PRIORS = ("identity", "covariance")
@@ -63,6 +65,9 @@ class SDML(MetricLearner):
         (scikit-learn's ``tol`` and ``enet_tol``, whose defaults are both 1e-4).
     max_iter : int, default=100
         Cap on the sweeps of block coordinate descent (scikit-learn's ``max_iter``).
+    verbose : int, default=0
+        0: silent; 1: one line at the end of the fit (sweeps, objective, relative duality gap,
+        converged, seconds); 2 and more: also scikit-learn's line per graphical-lasso sweep.
 
     Attributes
     ----------
@@ -88,6 +93,9 @@ class SDML(MetricLearner):
         ``"relative_duality_gap"``).
     n_iter_ : int
         Sweeps of the graphical lasso (0 when λ = 0 or d = 1: then M = P⁻¹ directly).
+    converged_ : bool
+        Whether the graphical lasso and its inner lasso solves met their tolerance within
+        ``max_iter`` (scikit-learn's tests; False comes with one ConvergenceWarning).
     costs_ : ndarray (``n_iter_``, 2)
         Per sweep, scikit-learn's objective (the one above) and its dual gap.
     trace_ : dict of ndarray
@@ -122,10 +130,11 @@ class SDML(MetricLearner):
         "prior": [StrOptions(set(PRIORS))],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "verbose": VERBOSE,
     }
 
     def __init__(self, balance_param="auto", sparsity_param=0.01, prior="identity", tol=1e-4,
-                 max_iter=100):
+                 max_iter=100, verbose=0):
         store_params(self, locals())
 
     def _constraints_needed(self):
@@ -141,12 +150,19 @@ class SDML(MetricLearner):
         eta = self._balance(eta_max)
         P = A + eta * K
         lam = float(self.sparsity_param)
+        caught = []
         if len(P) == 1 or lam == 0:  # no penalty (no off-diagonal entry): M = P⁻¹
             M, costs, n_iter = np.linalg.inv(P), np.empty((0, 2)), 0
         else:
-            _, M, costs, n_iter = graphical_lasso(P, alpha=lam, tol=self.tol, enet_tol=self.tol,
-                                                  max_iter=self.max_iter, return_costs=True,
-                                                  return_n_iter=True)
+            with warnings.catch_warnings(record=True) as caught:  # said once, below
+                warnings.simplefilter("always", ConvergenceWarning)
+                _, M, costs, n_iter = graphical_lasso(
+                    P, alpha=lam, tol=self.tol, enet_tol=self.tol, max_iter=self.max_iter,
+                    return_costs=True, return_n_iter=True, verbose=self.verbose >= 2)
+            for other in [w for w in caught if not issubclass(w.category, ConvergenceWarning)]:
+                warnings.warn_explicit(other.message, other.category, other.filename,
+                                       other.lineno)
+            caught = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
         M = (M + M.T) / 2
         objective = sdml_objective(M, P, lam)
         gap = objective - sdml_dual_value(M, P, lam)
@@ -158,10 +174,22 @@ class SDML(MetricLearner):
         self.duality_gap_ = float(max(gap, 0.0))
         self.optimality_ = self.duality_gap_ / max(abs(objective), 1.0)
         self.n_iter_ = int(n_iter)
+        self.converged_ = not caught
         self.costs_ = np.asarray(costs, dtype=float).reshape(-1, 2)
         self.trace_ = {"iteration": np.array([self.n_iter_]), "objective": np.array([objective]),
                        "duality_gap": np.array([self.duality_gap_]),
                        "time": np.array([time.perf_counter() - start])}
+        if caught:
+            cap = f"max_iter = {self.max_iter} sweeps"
+            warn_not_converged(
+                self, rule=f"scikit-learn's graphical-lasso dual gap ≤ tol = {self.tol:g}",
+                cap=cap, stopped=(None if self.n_iter_ >= self.max_iter else
+                                  f"an inner lasso solve reached its cap ({cap}; scikit-learn: "
+                                  f"{_one_line_message(caught[0])})"),
+                reached=(f"scikit-learn's dual gap {self.costs_[-1, 1]:.3g}, relative duality gap "
+                         f"{self.optimality_:.3g}" if len(self.costs_) else
+                         f"relative duality gap {self.optimality_:.3g}"),
+                hint="raise max_iter (or tol)")
 
     def _balance(self, eta_max: float) -> float:
         """η from ``balance_param`` and η_max; a one-line ``ValueError`` if P would not be
@@ -176,6 +204,11 @@ class SDML(MetricLearner):
                 f"balance_param < {eta_max:.4g}); lower balance_param or use "
                 f"balance_param='auto'")
         return eta
+
+
+def _one_line_message(record) -> str:
+    """A recorded warning's text on one line."""
+    return " ".join(str(record.message).split())
 
 
 def signed_pairs(constraints, learner: str) -> tuple[np.ndarray, np.ndarray]:

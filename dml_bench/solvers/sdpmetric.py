@@ -32,15 +32,14 @@ The Frank-Wolfe gap ``⟨∇_X f, v vᵀ − X⟩ = λ_max(∇_X f) − Σ_r c_r
 from __future__ import annotations
 
 import time
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from numba import njit
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .base import MetricLearner, store_params
+from .base import (VERBOSE, MetricLearner, rate_hint, report_progress, store_params,
+                   warn_not_converged)
 from .linalg import JIT_OPTIONS, components_from_psd, pair_sq_distances, triplet_pairs
 from .top_eigen import top_eigenvector
 
@@ -87,6 +86,9 @@ class SDPMetric(MetricLearner):
         Contraction factor of the backtracking line search (α ← backtrack · α from α = 1).
     max_line_search : int, default=60
         Trials per line search.
+    verbose : int, default=0
+        0: silent; 1: one line at the end of the fit (iterations, objective, relative gap,
+        converged, seconds); 2 and more: also one line per iteration (f, ρ, relative gap, step).
 
     Attributes
     ----------
@@ -152,10 +154,12 @@ class SDPMetric(MetricLearner):
         "c2": [Interval(Real, 0, 1, closed="neither")],
         "backtrack": [Interval(Real, 0, 1, closed="neither")],
         "max_line_search": [Interval(Integral, 1, None, closed="left")],
+        "verbose": VERBOSE,
     }
 
     def __init__(self, loss="squared_hinge", C=0.1, h=0.5, tol=1e-5, max_iter=1000,
-                 stopping="gap", c1=1e-4, c2=0.1, backtrack=0.5, max_line_search=60):
+                 stopping="gap", c1=1e-4, c2=0.1, backtrack=0.5, max_line_search=60,
+                 verbose=0):
         store_params(self, locals())
 
     def _check_params(self, n_triplets):
@@ -201,8 +205,8 @@ class SDPMetric(MetricLearner):
             p = _vertex_margins(X @ v, i, j, k, np.empty(len(m)))  # ⟨A_r, v vᵀ⟩
             return rho, f, c, v, p, float(c @ (p - m))  # gap ⟨∇_X f, v vᵀ − X⟩ = −⟨p, ∇F⟩
 
-        v, converged, f_prev = None, False, None
-        for _ in range(self.max_iter):
+        v, converged, f_prev, report = None, False, None, self.verbose >= 2
+        for it in range(1, self.max_iter + 1):
             rho, f, c, v, p, gap = vertex(m, v)
             if self.stopping == "gap":
                 stop = gap <= self.tol * abs(f)
@@ -218,15 +222,15 @@ class SDPMetric(MetricLearner):
             for key, val in zip(trace, (f, rho, gap, alpha, armijo, curvature,
                                         int(np.count_nonzero(c)), time.perf_counter() - start)):
                 trace[key].append(val)
+            if report:
+                report_progress(self, it, objective=f, rho=rho, relative_gap=gap / abs(f),
+                                step=alpha)
             if converged:
                 break
             m += alpha * (p - m)  # Eq. (7): X ← X + α (v vᵀ − X)
             Xm *= 1 - alpha
             Xm += alpha * np.outer(v, v)
             f_prev = f
-        if not converged:
-            warnings.warn(f"SDPMetric did not converge in {self.max_iter} iterations "
-                          f"(last Frank-Wolfe gap {trace['gap'][-1]:.3g})", ConvergenceWarning)
         Xm = (Xm + Xm.T) / 2
         self.components_ = components_from_psd(Xm)
         self.metric_ = Xm
@@ -241,6 +245,14 @@ class SDPMetric(MetricLearner):
         self.converged_ = converged
         self.optimality_ = max(gap, 0.0) / abs(f)
         self.trace_ = {key: np.asarray(vals) for key, vals in trace.items()}
+        if not converged:
+            rule = ("relative Frank-Wolfe gap ≤ tol" if self.stopping == "gap"
+                    else "relative change of f ≤ tol")
+            warn_not_converged(
+                self, rule=f"{rule} = {self.tol:g}", cap=f"max_iter = {self.max_iter} iterations",
+                reached=f"relative Frank-Wolfe gap {self.optimality_:.3g}",
+                hint=rate_hint(self.max_iter, self.optimality_, self.tol,
+                               rate="Frank-Wolfe O(1/t)"))
 
 
 class _Loss:

@@ -15,6 +15,7 @@ against the support vectors. Same problems, same SMO, same votes.
 
 from __future__ import annotations
 
+import time
 from numbers import Real
 from typing import ClassVar
 
@@ -26,7 +27,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .base import ParamValidation, store_params
+from .base import ANY_VALUE, VERBOSE, ParamValidation, report_fit, store_params
 from .linalg import check_square_memory
 
 #: Shen et al. (2014) §IV-A: the grids searched on the validation set (libsvm's usual grid)
@@ -62,7 +63,10 @@ class ScaledKernelClassifier(ParamValidation, ClassifierMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "C": [Interval(Real, 0, None, closed="neither")],
         "scale": [StrOptions({"minmax"}), None],
+        "verbose": VERBOSE,
     }
+    #: left out of a result's identity, as :attr:`.base.MetricLearner.neutral_params`
+    neutral_params: ClassVar[dict] = {"verbose": ANY_VALUE}
 
     def _validate_fit(self, X, y):
         """scikit-learn's checks of the training data (they set ``n_features_in_``); sets
@@ -107,6 +111,9 @@ class SVM(ScaledKernelClassifier):
     scale : {None, "minmax"}, default=None
         ``"minmax"``: map each feature affinely onto [-1, 1] over the training points (libsvm's
         ``svm-scale``) before the kernel; the same map is applied to the points predicted.
+    verbose : int, default=0
+        0: silent; 1 and more: one line at the end of the fit (libsvm's iterations, converged,
+        seconds).
 
     Attributes
     ----------
@@ -150,12 +157,13 @@ class SVM(ScaledKernelClassifier):
         "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale", "auto"})],
     }
 
-    def __init__(self, C=1.0, gamma="scale", scale=None):
+    def __init__(self, C=1.0, gamma="scale", scale=None, verbose=0):
         store_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, constraints=None):
         """Fit the m(m−1)/2 binary SVMs on labelled points; ``constraints`` are ignored."""
+        start = time.perf_counter()
         X, index = self._validate_fit(X, y)
         X = np.asarray(self._fit_scaler(X), dtype=np.float64)
         self.gamma_ = self._resolve_gamma(X)
@@ -177,6 +185,8 @@ class SVM(ScaledKernelClassifier):
         self.intercept_ = np.array(intercepts)
         self.n_iter_, self.objective_, self.converged_, self.trace_ = n_iter, None, not capped, {}
         self.optimality_ = float("nan")
+        if self.verbose:
+            report_fit(self, time.perf_counter() - start)
         return self
 
     def _pair_grams(self, X, index):

@@ -45,16 +45,14 @@ is unbounded.
 from __future__ import annotations
 
 import time
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.linalg
 import scipy.optimize
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .base import MetricLearner, store_params
+from .base import VERBOSE, MetricLearner, report_progress, store_params, warn_not_converged
 from .linalg import (PairOuterSum, components_from_psd, eigh_all, pair_differences,
                      pair_sq_distances, project_psd, weighted_outer_sum)
 
@@ -67,8 +65,11 @@ class Xing(MetricLearner):
 
     Parameters
     ----------
-    max_iter : int, default=100
-        Cap on the ascent cycles (``maxiter = 100`` of the original driver; metric-learn's MMC).
+    max_iter : int, default=500
+        Cap on the ascent cycles. The original driver's ``maxiter = 100`` (metric-learn's MMC;
+        the paper configs pin it) stops short of ``tol`` on z-scored breast cancer and digits
+        (pairs of k = 3 triplets, 70 % splits 0 to 3: 140 to 251 and 97 to 160 cycles, at most
+        2.8 s, one thread; iris and wine 16 to 84).
     tol : float, default=1e-3
         Stop when the relative step ``‖α P‖_F / ‖A_last‖_F`` is below ``tol`` (``threshold2 =
         0.001`` of the original code).
@@ -87,6 +88,10 @@ class Xing(MetricLearner):
         ``"exact"``: the Euclidean projection onto C1 ∩ C2 that they approximate,
         ``Π_PSD(B − μ X_S)`` with the scalar μ ≥ 0 found by Brent's method (one d×d
         eigendecomposition per evaluation), always feasible.
+    verbose : int, default=0
+        0: silent; 1: one line at the end of the fit (cycles, objective, relative gap,
+        converged, seconds); 2 and more: also one line per cycle (objective, relative step,
+        α).
 
     Attributes
     ----------
@@ -125,10 +130,11 @@ class Xing(MetricLearner):
         "projection": [StrOptions({"exact", "alternating"})],
         "eps": [Interval(Real, 0, None, closed="neither")],
         "max_proj": [Interval(Integral, 1, None, closed="left")],
+        "verbose": VERBOSE,
     }
 
-    def __init__(self, max_iter=100, tol=1e-3, step=0.1, projection="exact", eps=0.01,
-                 max_proj=10000):
+    def __init__(self, max_iter=500, tol=1e-3, step=0.1, projection="exact", eps=0.01,
+                 max_proj=10000, verbose=0):
         store_params(self, locals())
 
     def _fit(self, X, y, constraints):
@@ -160,7 +166,7 @@ class Xing(MetricLearner):
         P = _ascent_direction(_gradient(outer_sum, dist_last), XS_unit)  # at A_0, as the code
         trace = {k: [] for k in ("objective", "gap", "delta", "step", "n_proj", "time")}
         objective_n = gap = np.nan
-        converged = False
+        converged, report = False, self.verbose >= 2
         for cycle in range(self.max_iter):
             # 1. projection onto C1 ∩ C2
             if self.projection == "exact":
@@ -195,12 +201,13 @@ class Xing(MetricLearner):
             for key, val in zip(trace, (objective_n, gap, delta, alpha, n_proj,
                                         time.perf_counter() - start)):
                 trace[key].append(val)
+            if report:
+                report_progress(self, cycle + 1, objective=objective_n, relative_step=delta)
             if delta < self.tol:
                 converged = True
                 break
         if not converged:
-            warnings.warn(f"Xing did not converge in {self.max_iter} iterations (last relative "
-                          f"step {trace['delta'][-1]:.3g})", ConvergenceWarning)
+            self._warn_capped(trace["delta"][-1], gap / objective_n)
         M = A_last / float(np.vdot(XS, A_last))
         self.components_ = components_from_psd(M)
         self.metric_ = self.components_.T @ self.components_
@@ -210,6 +217,14 @@ class Xing(MetricLearner):
         self.converged_ = converged
         self.optimality_ = float(gap / objective_n)
         self.trace_ = {k: np.asarray(vals, dtype=float) for k, vals in trace.items()}
+
+    def _warn_capped(self, delta, relative_gap):
+        """The ConvergenceWarning of a fit that reached ``max_iter`` (last relative step
+        ``delta``)."""
+        warn_not_converged(
+            self, rule=f"relative step ‖αP‖_F/‖A‖_F < tol = {self.tol:g}",
+            cap=f"max_iter = {self.max_iter} cycles", hint="raise max_iter (or tol)",
+            reached=f"relative step {delta:.3g}, relative Frank-Wolfe gap {relative_gap:.3g}")
 
 
 def _gradient(outer_sum, dist):
