@@ -216,21 +216,8 @@ class SCML(MetricLearner):
         self.trace_["iteration"] = self.trace_["iteration"].astype(int)
 
     def _basis(self, X, y, rng) -> np.ndarray:
-        """B, rows b_k, from ``basis`` (one-line ``ValueError`` for an unusable one)."""
-        d = X.shape[1]
-        if isinstance(self.basis, str) and self.basis == "random":
-            B = rng.standard_normal((self.n_basis, d))
-            return B / np.linalg.norm(B, axis=1, keepdims=True)
-        if isinstance(self.basis, str):
-            if y is None:
-                raise ValueError("SCML(basis='lda') needs the labels y; with constraints alone "
-                                 "use basis='random' or pass a basis array")
-            return lda_basis(X, y, self.n_locales, self.n_neighbors, rng)
-        B = np.asarray(self.basis, dtype=float)
-        if B.ndim != 2 or B.shape[1] != d or not len(B) or not np.all(np.isfinite(B)):
-            raise ValueError(f"basis: expected a finite array of shape (n_basis, {d}), got "
-                             f"shape {B.shape}")
-        return B
+        """B, rows b_k, from ``basis`` (:func:`build_basis`)."""
+        return build_basis(self, X, y, rng)
 
     def _gammas(self, problem) -> list[float]:
         """The candidate γ: the given one, or ``"auto"``'s ``γ₀ · AUTO_GAMMA_FACTORS`` with γ₀
@@ -241,6 +228,25 @@ class SCML(MetricLearner):
         mean = problem.mean_feature()
         scale = float(mean @ np.maximum(mean - problem.beta, 0.0))  # mean margin of that first w
         return [(scale if scale > 0 else 1.0) * f for f in AUTO_GAMMA_FACTORS]
+
+
+def build_basis(estimator, X, y, rng) -> np.ndarray:
+    """The basis B (rows b_k) of a global or local SCML from its ``basis``, ``n_basis``,
+    ``n_locales`` and ``n_neighbors``; a one-line ``ValueError`` for an unusable one."""
+    d = X.shape[1]
+    if isinstance(estimator.basis, str) and estimator.basis == "random":
+        B = rng.standard_normal((estimator.n_basis, d))
+        return B / np.linalg.norm(B, axis=1, keepdims=True)
+    if isinstance(estimator.basis, str):
+        if y is None:
+            raise ValueError(f"{type(estimator).__name__}(basis='lda') needs the labels y; with "
+                             "constraints alone use basis='random' or pass a basis array")
+        return lda_basis(X, y, estimator.n_locales, estimator.n_neighbors, rng)
+    B = np.asarray(estimator.basis, dtype=float)
+    if B.ndim != 2 or B.shape[1] != d or not len(B) or not np.all(np.isfinite(B)):
+        raise ValueError(f"basis: expected a finite array of shape (n_basis, {d}), got "
+                         f"shape {B.shape}")
+    return B
 
 
 def lda_basis(X, y, n_locales, n_neighbors, rng) -> np.ndarray:

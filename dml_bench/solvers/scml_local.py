@@ -69,7 +69,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..constraints import Constraints, knn_triplets
 from .base import ParamValidation, _check_finite, _default_k, store_params
 from .linalg import check_square_memory
-from .scml import BASIS_CONSTRAINTS, SCML, lda_basis
+from .scml import BASIS_CONSTRAINTS, SCML, build_basis
 from .svm import gaussian_gram
 
 #: sufficient decrease of an accepted proximal step: ``F(new) ≤ F − ARMIJO_C/η ‖new − Ã‖²``
@@ -279,21 +279,8 @@ class SCMLLocal(ParamValidation, ClassifierMixin, BaseEstimator):
         return X, y
 
     def _basis(self, X, y, rng) -> np.ndarray:
-        """B from ``basis``, as the global SCML builds it (one-line ``ValueError``)."""
-        d = X.shape[1]
-        if isinstance(self.basis, str) and self.basis == "random":
-            B = rng.standard_normal((self.n_basis, d))
-            return B / np.linalg.norm(B, axis=1, keepdims=True)
-        if isinstance(self.basis, str):
-            if y is None:
-                raise ValueError(f"{type(self).__name__}(basis='lda') needs the labels y; with "
-                                 "constraints alone use basis='random' or pass a basis array")
-            return lda_basis(X, y, self.n_locales, self.n_neighbors, rng)
-        B = np.asarray(self.basis, dtype=float)
-        if B.ndim != 2 or B.shape[1] != d or not len(B) or not np.all(np.isfinite(B)):
-            raise ValueError(f"basis: expected a finite array of shape (n_basis, {d}), got "
-                             f"shape {B.shape}")
-        return B
+        """B from ``basis``, as the global SCML builds it (:func:`.scml.build_basis`)."""
+        return build_basis(self, X, y, rng)
 
     def _fit_embedding(self, X, rng) -> np.ndarray:
         """Kernel PCA of X (Gaussian kernel, median width); sets the ``embedding_*`` attributes
