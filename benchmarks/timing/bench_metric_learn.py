@@ -41,6 +41,8 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +55,7 @@ from dml_bench.constraints import Constraints
 from bench_float32 import mcnemar_p  # benchmarks/timing/, beside this script
 from dml_bench.evaluate import knn_predict
 from dml_bench.preprocess import Preprocessing
+from dml_bench.solvers import SOLVERS
 from dml_bench.experiment.knn import Task, fit_task_solver, prepare_split
 
 #: method → (our solver, metric-learn class)
@@ -79,7 +82,11 @@ VARIANTS = {"ITML, metric-learn's stopping rule": (
 #: compare the libraries' defaults, which pose different problems: our k-NN pairs outnumber
 #: ``ITML_Supervised``'s 20·c² random ones 30×)
 SAME_PROBLEM = {"ITML, metric-learn's pairs, bounds and stopping rule": (
-    "ITML", {"gamma": 1.0, "tol": 1e-3, "max_iter": 1000, "max_proj": 10 ** 12})}
+    "ITML", {"gamma": 1.0, "tol": 1e-3, "max_iter": 1000, "max_proj": 10 ** 12}),
+    # LSML_Supervised's quadruplets and cap; its weights 1/m with a LogDet weight of 1 are our
+    # weights 1 with regularization = m (the same minimiser)
+    "LSML, metric-learn's quadruplets, weights and cap": (
+        "LSML", {"tol": 1e-3, "max_iter": 1000})}
 DATASETS = ("wine", "breast_cancer", "digits", "waveform")  # waveform: 5,000 points
 PINS = ("metric-learn==0.7.0", "scikit-learn==1.3.2", "numpy==1.26.4", "scipy==1.11.4")
 VENV_ENV = "DMLBENCH_METRIC_LEARN_VENV"
@@ -147,12 +154,21 @@ def our_rows(dataset: str, split: int, methods=(*METHODS, *VARIANTS)) -> list[di
 
 def same_problem_rows(dataset: str, parts: dict, problems: dict, methods) -> list[dict]:
     """One row per :data:`SAME_PROBLEM` method in ``methods`` and split with metric-learn's
-    problem (``problems[split] = (pairs, n_similar, bounds)``): our solver on those pairs, with
-    those bounds and the variant's parameters, on the split's prepared data ``parts[split]``."""
+    problem (``problems[class, split]``: ``(pairs, n_similar, bounds)`` of ``ITML_Supervised``,
+    the (m, 4) quadruplets of ``LSML_Supervised``): our solver on that problem with the variant's
+    parameters, on the split's prepared data ``parts[split]``."""
     rows = []
     for method in (m for m in methods if m in SAME_PROBLEM):
         base, params = SAME_PROBLEM[method]
-        for split, (pairs, n_similar, bounds) in problems.items():
+        for (cls, split), problem in problems.items():
+            if cls != METHODS[base][1]:
+                continue
+            if base == "LSML":
+                quads = problem
+                t = task(dataset, split, "lsml", {**params, "regularization": float(len(quads))})
+                rows.append(our_fit(t, method, parts[split], Constraints(), quadruplets=quads))
+                continue
+            pairs, n_similar, bounds = problem
             t = task(dataset, split, METHODS[base][0], {**params, "bounds": tuple(bounds)})
             constraints = Constraints(pairs[:n_similar], pairs[n_similar:],
                                       np.zeros((0, 3), dtype=int))
@@ -160,11 +176,21 @@ def same_problem_rows(dataset: str, parts: dict, problems: dict, methods) -> lis
     return rows
 
 
-def our_fit(t: Task, method: str, part: tuple, constraints: Constraints) -> dict:
+def our_fit(t: Task, method: str, part: tuple, constraints: Constraints,
+            quadruplets=None) -> dict:
     """Our row of ``method``: task ``t`` fitted on the prepared split ``part`` (as
-    :func:`~dml_bench.experiment.knn.prepare_split` returns it) with ``constraints``."""
+    :func:`~dml_bench.experiment.knn.prepare_split` returns it) with ``constraints`` (and, for
+    LSML, explicit ``quadruplets`` of rows of the training part)."""
     X_train, y_train, X_test, y_test, *_, seed = part
-    model, wall, cpu = fit_task_solver(t, X_train, y_train, constraints)
+    if quadruplets is None:
+        model, wall, cpu = fit_task_solver(t, X_train, y_train, constraints)
+    else:
+        model = SOLVERS[t.solver.name](**t.solver.params)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # convergence is in the row
+            wall, cpu = time.perf_counter(), time.process_time()
+            model.fit(X_train, None, constraints=constraints, quadruplets=quadruplets)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     correct = knn_predict(model.transform(X_train), y_train, model.transform(X_test)) == y_test
     return {"dataset": t.dataset.name, "method": method, "implementation": "dml_bench",
             "estimator": t.solver.name, "split": t.split, "seed": seed, "n_train": len(y_train),
@@ -177,8 +203,8 @@ def our_fit(t: Task, method: str, part: tuple, constraints: Constraints) -> dict
 def metric_learn_rows(python: Path, dataset: str, n_splits: int, methods=tuple(METHODS)
                       ) -> tuple[list[dict], dict, dict]:
     """One row per method (of ``methods``) and split for metric-learn, fitted by the worker in
-    ``python``; the prepared splits; and per split the problem its ITML solved
-    (``(pairs, n_similar, bounds)``, for :func:`same_problem_rows`)."""
+    ``python``; the prepared splits; and per (class, split) the problem its ITML or LSML solved
+    (for :func:`same_problem_rows`)."""
     # the split, its preprocessing and constraints do not depend on the task's solver
     parts = {split: prepare_split(task(dataset, split, "euclidean")) for split in range(n_splits)}
     with tempfile.TemporaryDirectory() as tmp:
@@ -216,7 +242,10 @@ def metric_learn_rows(python: Path, dataset: str, n_splits: int, methods=tuple(M
                      "n_iter": fit.get("n_iter"), "converged": fit.get("converged"),
                      "version": result["version"], "failure": fit.get("failed")})
         if "bounds" in fit:
-            problems[split] = (points[f"{cls}_{split}_pairs"], fit["n_similar"], fit["bounds"])
+            problems[cls, split] = (points[f"{cls}_{split}_pairs"], fit["n_similar"],
+                                    fit["bounds"])
+        if f"{cls}_{split}_quadruplets" in points:
+            problems[cls, split] = points[f"{cls}_{split}_quadruplets"]
     return rows, parts, problems
 
 

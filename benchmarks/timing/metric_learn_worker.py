@@ -8,7 +8,8 @@ transformed points to ``<out>.npz`` (``<class>_<i>_train`` / ``_test``) and per 
 CPU seconds, iterations and convergence to ``<out>.json``. For ``ITML_Supervised`` it also writes
 the problem it solved: its pairs (``ITML_Supervised_<i>_pairs``, similar rows first; the draw of
 its ``fit``, repeated with the same seed), their number of similar pairs and its ``bounds_``, so
-that ``bench_metric_learn.py`` can fit our ITML on the same problem.
+that ``bench_metric_learn.py`` can fit our ITML on the same problem; for ``LSML_Supervised``
+its quadruplets (``LSML_Supervised_<i>_quadruplets``, the draw of its ``fit`` repeated).
 
     python metric_learn_worker.py JOB OUT
 """
@@ -45,6 +46,15 @@ def itml_pairs(y, seed):
     return np.vstack([np.column_stack([a, b]), np.column_stack([c, d])]), len(a)
 
 
+def lsml_quadruplets(y, seed):
+    """The quadruplets ``LSML_Supervised(random_state=seed).fit(X, y)`` learns from (metric-learn
+    0.7.0: 20·c² of ``Constraints(y).positive_negative_pairs(..., same_length=True)``, each a
+    similar pair (a, b) and a dissimilar one (c, d)), as one (m, 4) index array."""
+    a, b, c, d = Constraints(y).positive_negative_pairs(20 * len(np.unique(y)) ** 2,
+                                                        same_length=True, random_state=seed)
+    return np.column_stack([a, b, c, d])
+
+
 def main(job: str, out: str) -> None:
     data = np.load(f"{job}.npz")
     spec = json.load(open(f"{job}.json"))
@@ -71,6 +81,8 @@ def main(job: str, out: str) -> None:
                     arrays[f"{name}_{split}_pairs"], record["n_similar"] = itml_pairs(
                         y_train, seed)
                     record["bounds"] = [float(b) for b in model.bounds_]
+                if name == "LSML_Supervised":
+                    arrays[f"{name}_{split}_quadruplets"] = lsml_quadruplets(y_train, seed)
                 n_iter = int(model.n_iter_) if hasattr(model, "n_iter_") else None
                 record.update(n_iter=n_iter, converged=converged(model))
             except Exception as exc:  # one failing fit is reported, the others still run
