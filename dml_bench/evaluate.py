@@ -38,16 +38,24 @@ def knn_predict(X_train, y_train, X_test, k: int = 3, tie_break: str = "nearest"
     """
     if tie_break not in TIE_BREAKS:
         raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
-    classes, y_idx = np.unique(y_train, return_inverse=True)
     nbrs = NearestNeighbors(n_neighbors=k, algorithm="brute").fit(X_train)
-    neigh_labels = y_idx[nbrs.kneighbors(X_test, return_distance=False)]  # sorted by distance
-    votes = np.zeros((len(X_test), len(classes)), dtype=np.intp)
-    np.add.at(votes, (np.arange(len(X_test))[:, None], neigh_labels), 1)
+    return neighbour_vote(nbrs.kneighbors(X_test, return_distance=False), y_train, tie_break)
+
+
+def neighbour_vote(neighbours, y_train, tie_break: str = "nearest") -> np.ndarray:
+    """The majority label of each row of ``neighbours`` (indices into ``y_train``, nearest
+    first), ties broken by ``tie_break`` (module docstring)."""
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
+    classes, y_idx = np.unique(y_train, return_inverse=True)
+    neigh_labels = y_idx[neighbours]
+    votes = np.zeros((len(neigh_labels), len(classes)), dtype=np.intp)
+    np.add.at(votes, (np.arange(len(neigh_labels))[:, None], neigh_labels), 1)
     if tie_break == "lowest":
         return classes[votes.argmax(axis=1)]
     is_top = votes == votes.max(axis=1, keepdims=True)
     first_top = np.take_along_axis(is_top, neigh_labels, axis=1).argmax(axis=1)
-    return classes[neigh_labels[np.arange(len(X_test)), first_top]]
+    return classes[neigh_labels[np.arange(len(neigh_labels)), first_top]]
 
 
 def knn_error(X_train, y_train, X_test, y_test, k: int = 3, tie_break: str = "nearest") -> float:
@@ -61,10 +69,17 @@ def model_error(model, X_train, y_train, X_test, y_test, k: int = 3,
 
     Metric learners (``model.evaluation == "knn"``, the default) are evaluated by
     :func:`knn_error` on ``transform``-ed points; classifiers compared in the papers' tables (the
-    RBF SVM of Shen et al. 2014, ``evaluation == "predict"``) by their ``predict``.
+    RBF SVM of Shen et al. 2014, ``evaluation == "predict"``) by their ``predict``; local metrics
+    (one metric per point, SCML-Local: ``evaluation == "local_knn"``) by the same k-NN vote over
+    the neighbours their ``kneighbors`` finds in each test point's own metric (the training
+    points they were fitted on).
     """
-    if getattr(model, "evaluation", "knn") == "predict":
+    evaluation = getattr(model, "evaluation", "knn")
+    if evaluation == "predict":
         return float(np.mean(model.predict(X_test) != y_test))
+    if evaluation == "local_knn":
+        neighbours = model.kneighbors(X_test, n_neighbors=k, return_distance=False)
+        return float(np.mean(neighbour_vote(neighbours, y_train, tie_break) != y_test))
     return knn_error(model.transform(X_train), y_train, model.transform(X_test), y_test, k,
                      tie_break)
 

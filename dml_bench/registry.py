@@ -366,7 +366,8 @@ def check_solver(name: str, obj: Any, what: str | None = None) -> type:
 
     A solver is a scikit-learn-style estimator class: constructed from keyword hyper-parameters
     only, with ``get_params``, ``fit(X, y, constraints=...)`` and ``transform`` (or ``predict``
-    when its ``evaluation`` is ``"predict"``), and a ``constraint_kind`` among
+    when its ``evaluation`` is ``"predict"``, ``kneighbors`` when it is ``"local_knn"``), and a
+    ``constraint_kind`` among
     :data:`CONSTRAINT_KINDS` saying what ``fit`` consumes (like the built-in
     :class:`~dml_bench.solvers.base.MetricLearner`, which a plug-in may subclass).
     """
@@ -374,8 +375,9 @@ def check_solver(name: str, obj: Any, what: str | None = None) -> type:
     if not inspect.isclass(obj):
         raise PluginError(f"{what}: is a {type(obj).__name__}, not a solver class")
     problems = []
+    evaluated_by = {"predict": "predict", "local_knn": "kneighbors"}
     for method in ("get_params", "fit",
-                   "predict" if getattr(obj, "evaluation", "knn") == "predict" else "transform"):
+                   evaluated_by.get(getattr(obj, "evaluation", "knn"), "transform")):
         if not callable(getattr(obj, method, None)):
             problems.append(f"has no {method}() method")
     fit = getattr(obj, "fit", None)

@@ -92,7 +92,7 @@ class DriverLog(list):
 @pytest.fixture
 def eigh_drivers(monkeypatch) -> DriverLog:
     """The LAPACK driver (``"evd"``, ``"evr"``, …) of every ``scipy.linalg.eigh`` call that the
-    solvers' ``linalg`` module makes, in order; the calls themselves are unchanged, except that
+    solvers' ``linalg`` module makes (and of its direct ``syevd`` calls), in order; the calls themselves are unchanged, except that
     those to the drivers of ``.failing`` raise after running."""
     import numpy as np
     import scipy.linalg
@@ -109,6 +109,14 @@ def eigh_drivers(monkeypatch) -> DriverLog:
         return result
 
     monkeypatch.setattr(linalg.scipy.linalg, "eigh", logged)
+    syevd = linalg._syevd  # "evd" without scipy's wrapper: logged and failed the same way
+
+    def logged_syevd(A, lower):
+        drivers.append("evd")
+        result = syevd(A, lower)
+        return None if "evd" in drivers.failing else result
+
+    monkeypatch.setattr(linalg, "_syevd", logged_syevd)
     return drivers
 
 

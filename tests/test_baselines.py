@@ -300,3 +300,29 @@ def test_clone_and_determinism(labelled, est):
     np.testing.assert_array_equal(a.components_, b.components_)
     assert a.components_.shape[1] == X.shape[1]
     np.testing.assert_allclose(a.metric_, a.components_.T @ a.components_)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # capped on purpose
+def test_nca_objective_is_the_expected_number_of_correctly_classified_points():
+    """``objective_`` (kept from scikit-learn's last loss evaluation) is Goldberger et al.'s
+    ``Σ_i Σ_{j ≠ i, y_j = y_i} p_ij`` at the returned map, computed here from its definition,
+    and ``optimality_`` the ∞-norm of the gradient at it (central differences)."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 3)), rng.integers(0, 2, 40)
+    model = NCA(max_iter=5, random_state=0).fit(X, y)
+    L = model.components_
+
+    def objective(L):
+        Z = X @ L.T
+        sq = ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1)
+        np.fill_diagonal(sq, np.inf)
+        p = np.exp(-sq) / np.exp(-sq).sum(axis=1, keepdims=True)
+        return float((p * (y[:, None] == y[None, :])).sum())
+
+    assert model.objective_ == pytest.approx(objective(L), rel=1e-10)
+    h, grad = 1e-6, np.zeros_like(L)
+    for idx in np.ndindex(L.shape):
+        E = np.zeros_like(L)
+        E[idx] = h
+        grad[idx] = (objective(L + E) - objective(L - E)) / (2 * h)
+    assert model.optimality_ == pytest.approx(np.abs(grad).max(), rel=1e-5, abs=1e-8)

@@ -24,7 +24,9 @@ def test_quick_run_of_our_side(benchmark_script, tmp_path, monkeypatch):
     assert set(runs.dataset) == {"wine"} and set(runs.implementation) == {"dml_bench"}
     assert runs.error.between(0, 1).all() and (runs.fit_time > 0).all()
     assert (runs.n_train == 126).all() and (runs.n_test == 52).all()
-    table = (tmp_path / "metric_learn.md").read_text().splitlines()
+    verdict, every = (tmp_path / "metric_learn.md").read_text().split("## Every row")
+    assert not [line for line in verdict.splitlines() if line.startswith("| wine")]  # no theirs
+    table = every.splitlines()[2:]
     assert len(table) == 2 + len(methods) and table[2].startswith("| wine | LMNN | 1 |")
     # the variant is ITML with metric-learn's stopping rule: at most 1000 sweeps
     variant = runs[runs.method == "ITML, metric-learn's stopping rule"].iloc[0]
@@ -77,33 +79,66 @@ def test_paired_p_pools_the_splits_both_implementations_classified(benchmark_scr
     assert bench.paired_p(runs, "wine", variant) == pytest.approx(binomtest(3, 3, 0.5).pvalue)
 
 
-def test_same_problem_rows_fit_our_itml_on_metric_learns_pairs_and_bounds(benchmark_script,
-                                                                          monkeypatch):
-    """The worker's problem (pairs, similar first, and bounds) reaches our ITML unchanged, with
-    metric-learn's constants and stopping rule, and the row compares with metric-learn's ITML."""
+def recorded_fits(bench, monkeypatch, solver):
+    """The ``(parameters, y, constraints)`` of every fit of our ``solver`` (repeats included)."""
+    seen = []
+    cls = bench.SOLVERS[solver]
+    real_fit = cls.fit
+
+    def recording(self, X, y=None, constraints=None, **kwargs):
+        seen.append((self.get_params(), y, constraints))
+        return real_fit(self, X, y, constraints=constraints, **kwargs)
+
+    monkeypatch.setattr(cls, "fit", recording)
+    return seen
+
+
+@pytest.mark.parametrize("cls,solver,bounds", [("ITML_Supervised", "itml", [1.5, 9.0]),
+                                               ("MMC_Supervised", "xing", None)])
+def test_same_problem_rows_fit_ours_on_metric_learns_pairs(benchmark_script, monkeypatch, cls,
+                                                            solver, bounds):
+    """The worker's problem (pairs, similar first, and ITML's bounds) reaches our ITML or Xing
+    unchanged, with metric-learn's constants and stopping rule, and the row compares with
+    metric-learn's fits of the method."""
     bench = benchmark_script("timing/bench_metric_learn")
-    method = next(iter(bench.SAME_PROBLEM))
+    method = next(name for name, (base, _) in bench.SAME_PROBLEM.items()
+                  if bench.METHODS[base][1] == cls)
     part = bench.prepare_split(bench.task("wine", 0, "euclidean"))
     pairs = np.array([[0, 1], [2, 3], [4, 5], [0, 7], [8, 9]])
-    seen = []
-    fit = bench.fit_task_solver
-
-    def recording(t, X, y, constraints):
-        seen.append((t, constraints))
-        return fit(t, X, y, constraints)
-
-    monkeypatch.setattr(bench, "fit_task_solver", recording)
-    rows = bench.same_problem_rows("wine", {0: part},
-                                   {("ITML_Supervised", 0): (pairs, 2, [1.5, 9.0])},
+    seen = recorded_fits(bench, monkeypatch, solver)
+    rows = bench.same_problem_rows("wine", {0: part}, {(cls, 0): (pairs, 2, bounds)},
                                    [method, "LMNN"])
-    assert len(rows) == 1 and rows[0]["method"] == method and rows[0]["estimator"] == "itml"
-    (t, constraints), = seen
+    assert len(rows) == 1 and rows[0]["method"] == method and rows[0]["estimator"] == solver
+    assert seen and all(params == seen[0][0] for params, *_ in seen)  # repeats of one fit
+    params, _, constraints = seen[0]
     np.testing.assert_array_equal(constraints.similar, pairs[:2])
     np.testing.assert_array_equal(constraints.dissimilar, pairs[2:])
-    params = t.solver_params()
-    assert params["bounds"] == (1.5, 9.0) and params["gamma"] == 1.0
-    assert (params["tol"], params["max_iter"]) == (1e-3, 1000)  # ITML_Supervised's defaults
-    assert bench.base_method(method) == "ITML"
+    if solver == "itml":  # ITML_Supervised's defaults
+        assert params["bounds"] == (1.5, 9.0) and params["gamma"] == 1.0
+        assert (params["tol"], params["max_iter"], params["max_proj"]) == (1e-3, 1000, None)
+    else:  # MMC_Supervised's defaults and algorithm
+        assert (params["tol"], params["max_iter"], params["projection"]) == (
+            1e-6, 100, "alternating")
+    assert bench.base_method(method) == {"itml": "ITML", "xing": "MMC"}[solver]
+
+
+def test_verdict_compares_the_same_problem_where_it_was_fitted(benchmark_script):
+    """ITML is compared on metric-learn's own problem when that row exists, LMNN at the
+    defaults; a slower fit or a higher error (McNemar p < 0.05) is marked **no**."""
+    bench = benchmark_script("timing/bench_metric_learn")
+    same = next(name for name, (base, _) in bench.SAME_PROBLEM.items() if base == "ITML")
+    rows = [("ITML", "dml_bench", 9.0, "0" * 40), ("ITML", "metric-learn", 1.0, "1" * 40),
+            (same, "dml_bench", 0.5, "1" * 40), ("LMNN", "dml_bench", 2.0, "1" * 40),
+            ("LMNN", "metric-learn", 1.0, "1" * 40)]
+    runs = pd.DataFrame([{"dataset": "wine", "method": method, "implementation": impl,
+                          "split": 0, "fit_time": t, "error": 1 - bits.count("1") / len(bits),
+                          "correct": bits} for method, impl, t, bits in rows])
+    lines = {line.split(" | ")[1]: line for line in bench.verdict_markdown(runs).splitlines()
+             if line.startswith("| wine")}
+    assert set(lines) == {"ITML", "LMNN"}
+    assert "the same problem | 2.00 |" in lines["ITML"] and lines["ITML"].endswith("| yes | yes |")
+    assert "each library's defaults | 0.50 |" in lines["LMNN"]
+    assert lines["LMNN"].endswith("| **no** | yes |")
 
 
 def test_same_problem_rows_fit_our_lsml_on_metric_learns_quadruplets(benchmark_script,
@@ -128,7 +163,8 @@ def test_same_problem_rows_fit_our_lsml_on_metric_learns_quadruplets(benchmark_s
                                    [method])
     assert len(rows) == 1 and rows[0]["method"] == method and rows[0]["estimator"] == "lsml"
     assert bench.base_method(method) == "LSML"
-    (params, y, constraints, given), = seen
+    params, y, constraints, given = seen[0]
+    assert all(again[3] is given for again in seen)  # the timing's repeats of one fit
     np.testing.assert_array_equal(given, quads)
     assert y is None and not len(constraints.triplets) and not len(constraints.similar)
     assert params["regularization"] == len(quads)

@@ -89,3 +89,11 @@ def test_registered_as_covariance():
 @parametrize_with_checks([Covariance()])
 def test_scikit_learn_estimator_checks(estimator, check):
     run_estimator_check(estimator, check)
+
+
+def test_y_is_ignored_as_by_an_unsupervised_transformer(correlated):
+    """Any y, even of another length or not numbers, gives the fit without y."""
+    X, _ = correlated
+    reference = Covariance().fit(X).metric_
+    for y in (np.arange(len(X)), ["a"] * 3, None):
+        np.testing.assert_array_equal(Covariance().fit(X, y).metric_, reference)

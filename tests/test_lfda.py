@@ -117,7 +117,7 @@ def test_with_every_affinity_1_it_is_fishers_discriminant_analysis(monkeypatch):
     scatters (from the class means) and the c − 1 = 2 LFDA directions span the subspace of
     scikit-learn's LinearDiscriminantAnalysis (principal angles ≈ 0)."""
     X, y = multimodal(3)
-    monkeypatch.setattr(lfda_module, "local_scaling", lambda Xc, k: np.full(len(Xc), 1e150))
+    monkeypatch.setattr(lfda_module, "local_scaling", lambda Xc, k, dist=None: np.full(len(Xc), 1e150))
     model = LFDA(n_components=2).fit(X, y)
     mean = X.mean(axis=0)
     S_w = sum((X[y == c] - X[y == c].mean(0)).T @ (X[y == c] - X[y == c].mean(0))

@@ -250,3 +250,21 @@ def test_the_pair_laplacian_is_used_where_it_saves_flops():
     assert not uses_pair_laplacian(100, 90, 256, signed=True)  # fewer pairs than points
     # DEXTER's 900 pairs of 300 points in d = 5000: Lanczos on the rows, never forming the matrix
     assert not uses_pair_laplacian(300, 900, 5000, signed=False)
+
+@pytest.mark.parametrize("d", [2, 13, 64])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_eigh_all_makes_scipys_syevd_call(d, dtype):
+    """The direct LAPACK call gives scipy's ``eigh(driver="evd")`` bit for bit (same routine,
+    same workspace), on the lower triangle, and refuses a non-finite entry as scipy does."""
+    import scipy.linalg
+
+    rng = np.random.default_rng(d)
+    S = rng.normal(size=(d, d)).astype(dtype)
+    lam, U = linalg.eigh_all(S)  # C-ordered: read as the transpose's upper triangle
+    ref_lam, ref_U = scipy.linalg.eigh(S.T, lower=False, driver="evd")
+    np.testing.assert_array_equal(lam, ref_lam)
+    np.testing.assert_array_equal(U, ref_U)
+    assert lam.dtype == dtype
+    S[-1, 0] = np.nan
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        linalg.eigh_all(S)

@@ -273,3 +273,52 @@ def test_scikit_learn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         run_estimator_check(estimator, check)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # capped on purpose
+def test_an_experiments_knn_evaluation_votes_among_the_neighbours_in_each_queries_metric():
+    """``model_error`` of a local metric: the experiment's k and tie-break over the neighbours
+    found in each test point's own metric, checked against a brute-force search with
+    ``pair_distance`` (the query's metric) and against the learner's own ``predict`` at k = 3."""
+    from dml_bench.evaluate import model_error, neighbour_vote
+
+    Xtr, Xte, ytr, yte = wine_split(1)
+    model = SCMLLocal(max_iter=50).fit(Xtr, ytr)
+    assert model_error(model, Xtr, ytr, Xte, yte, k=3) == pytest.approx(1 - model.score(Xte, yte))
+    for k, tie_break in ((1, "nearest"), (4, "lowest"), (6, "nearest")):
+        dist = np.array([model.pair_distance(np.repeat(x[None], len(Xtr), 0), Xtr) for x in Xte])
+        brute = np.argsort(dist, axis=1, kind="stable")[:, :k]
+        expected = np.mean(neighbour_vote(brute, ytr, tie_break) != yte)
+        assert model_error(model, Xtr, ytr, Xte, yte, k=k, tie_break=tie_break) == expected
+
+
+@pytest.mark.parametrize("evaluation", [{"task": "retrieval", "query_class": "face"},
+                                        {"task": "verification", "folds": "drawn"}])
+def test_verification_and_retrieval_refuse_it_in_one_line(evaluation):
+    """Both score pairs or rank points in one learned space, which a metric per point has not."""
+    from dml_bench.experiment.config import parse_config
+    from dml_bench.experiment.schema import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        parse_config({"name": "x", "datasets": [{"name": "wine"}],
+                      "solvers": [{"name": "euclidean"}, {"name": "scml_local"}],
+                      "evaluation": evaluation}, check_data=False)
+    message = str(info.value)
+    assert "\n" not in message and "solvers[1]" in message and "k-NN experiments only" in message
+
+
+def test_a_knn_experiment_runs_it(tmp_path):
+    """Through the runner, with the config's k: a finished row whose error is the evaluation's."""
+    import pandas as pd
+
+    from dml_bench.experiment.config import parse_config
+    from dml_bench.run.runner import run_experiment
+
+    exp = parse_config({"name": "local", "datasets": [{"name": "wine", "normalize": "zscore"}],
+                        "solvers": [{"name": "scml_local", "params": {"max_iter": 30}}],
+                        "split": {"n_splits": 1, "seed": 0}, "evaluation": {"knn_k": 5},
+                        "execution": {"n_jobs": 1}})
+    summary = run_experiment(exp, tmp_path)
+    assert summary.failed == 0
+    runs = pd.read_csv(next(tmp_path.rglob("runs.csv")))
+    assert len(runs) == 1 and runs.knn_k.iloc[0] == 5 and 0 <= runs.error.iloc[0] < 0.2

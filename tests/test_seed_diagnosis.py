@@ -77,7 +77,8 @@ def test_itml_caps_count_projections_and_no_param_fits_once(seed_diagnosis, writ
         "name": "tiny_itml", "datasets": [{"name": "wine", "normalize": "zscore"}],
         "split": {"train_fraction": 0.7, "n_splits": 1, "seed": 0, "stratify": True},
         "constraints": {"generator": "knn_triplets", "params": {"k": 3}},
-        "solvers": [{"name": "itml", "params": {"gamma": 1.0}}],
+        "solvers": [{"name": "itml", "params": {"gamma": 1.0, "max_proj": 100000,
+                                                "max_iter": None}}],  # the paper configs' caps
         "evaluation": {"knn_k": 3, "tie_break": "nearest"}})
     assert seed_diagnosis.iteration_param("itml") == "max_proj"
     seed_diagnosis.main(["itml", str(config), "wine", "--max-iters", "100", "1000000",

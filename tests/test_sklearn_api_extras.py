@@ -31,7 +31,7 @@ def quick(name):
 
 
 def test_the_transformers_are_the_metric_learners():
-    assert set(SOLVERS) - set(TRANSFORMERS) == {"svm", "elm"}  # the two classifiers
+    assert set(SOLVERS) - set(TRANSFORMERS) == {"svm", "elm", "scml_local"}  # classifiers, a local metric
 
 
 @pytest.mark.parametrize("name", TRANSFORMERS)

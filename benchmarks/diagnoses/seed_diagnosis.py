@@ -27,7 +27,8 @@ fit writes one row with
 Caps default to 10 %, 50 %, 100 % and 300 % of the configured ``max_iter``; a closed form
 (LDA, RCA) is fitted once per ``--param`` variant, with an empty ``cap``; for the online
 learners, which have none (MDML), ``--max-iters`` sets their number of passes, ``n_epochs``, and
-for ITML, whose cap counts single projections, ``max_proj`` (default: the configured one). A cap
+for ITML configured with a cap on single projections (the paper configs), ``max_proj`` (default:
+the configured one), else its cap on sweeps, ``max_iter``. A cap
 at or above the iterations of a fit that stopped by its own rule earlier gives the same fit, so it
 is not refitted (``reused`` names the cap whose fit it copies). ``--param key=v1,v2`` refits at
 other values of a parameter (every combination of all ``--param`` and caps), e.g. a ridge, μ or
@@ -171,6 +172,8 @@ def diagnose(task: Task, caps: list[int] | None = None, fractions=DEFAULT_FRACTI
     task = with_tuned(task, row)
     base = task.solver_params()  # config + tuned values over the solver's defaults
     it_param = iteration_param(task.solver.name)
+    if it_param == "max_proj" and base.get("max_proj") is None:
+        it_param = "max_iter"  # ITML without a cap on projections stops at its cap on sweeps
     if it_param is None:
         if caps:
             raise SystemExit(f"{task.solver.name} is a closed form without an iteration cap: "

@@ -3,12 +3,14 @@
 Runs in the metric-learn virtual environment (numpy, metric-learn, threadpoolctl only: no
 ``dml_bench``). Reads ``<job>.npz`` (``X_train_<i>``, ``y_train_<i>``, ``X_test_<i>``,
 ``y_test_<i>``) and ``<job>.json`` (``{"classes": [...], "seeds": {"<i>": seed}}``); fits each
-class with its defaults (``random_state`` = the split's seed where it takes one) under one BLAS thread and writes the
-transformed points to ``<out>.npz`` (``<class>_<i>_train`` / ``_test``) and per fit the wall and
-CPU seconds, iterations and convergence to ``<out>.json``. For ``ITML_Supervised`` it also writes
+class with its defaults (``random_state`` = the split's seed where it takes one) under one BLAS
+thread and writes the transformed points to ``<out>.npz`` (``<class>_<i>_train`` / ``_test``)
+and per fit the wall and CPU seconds (the median of repeats for a fit under half a second:
+``repeat_timing.timed``), iterations and convergence to ``<out>.json``. For ``ITML_Supervised`` it also writes
 the problem it solved: its pairs (``ITML_Supervised_<i>_pairs``, similar rows first; the draw of
 its ``fit``, repeated with the same seed), their number of similar pairs and its ``bounds_``, so
-that ``bench_metric_learn.py`` can fit our ITML on the same problem; for ``LSML_Supervised``
+that ``bench_metric_learn.py`` can fit our ITML on the same problem (and the pairs of
+``MMC_Supervised``, the same draw, for our Xing); for ``LSML_Supervised``
 its quadruplets (``LSML_Supervised_<i>_quadruplets``, the draw of its ``fit`` repeated).
 
     python metric_learn_worker.py JOB OUT
@@ -16,13 +18,14 @@ its quadruplets (``LSML_Supervised_<i>_quadruplets``, the draw of its ``fit`` re
 
 import json
 import sys
-import time
 import warnings
 
 import metric_learn
 import numpy as np
 from metric_learn.constraints import Constraints
 from threadpoolctl import threadpool_limits
+
+from repeat_timing import timed  # beside this script: the same rule as bench_metric_learn.py
 
 
 def converged(model):
@@ -40,7 +43,7 @@ def converged(model):
 def itml_pairs(y, seed):
     """The pairs ``ITML_Supervised(random_state=seed).fit(X, y)`` draws (metric-learn 0.7.0: 20·c²
     constraints of ``Constraints(y).positive_negative_pairs``), as one (m, 2) index array with
-    the similar pairs first, and their number."""
+    the similar pairs first, and their number; ``MMC_Supervised`` draws the same pairs."""
     a, b, c, d = Constraints(y).positive_negative_pairs(20 * len(np.unique(y)) ** 2,
                                                         random_state=seed)
     return np.vstack([np.column_stack([a, b]), np.column_stack([c, d])]), len(a)
@@ -69,17 +72,16 @@ def main(job: str, out: str) -> None:
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    wall, cpu = time.perf_counter(), time.process_time()
-                    model.fit(X_train, y_train)
-                    record.update(fit_time=time.perf_counter() - wall,
-                                  fit_cpu_time=time.process_time() - cpu)
+                    wall, cpu, repeats = timed(lambda: model.fit(X_train, y_train))
+                record.update(fit_time=wall, fit_cpu_time=cpu, repeats=repeats)
                 points = model.transform(X_train), model.transform(data[f"X_test_{split}"])
                 if not all(np.isfinite(p).all() for p in points):
                     raise FloatingPointError("non-finite transformed points")
                 arrays[f"{name}_{split}_train"], arrays[f"{name}_{split}_test"] = points
-                if name == "ITML_Supervised":
+                if name in ("ITML_Supervised", "MMC_Supervised"):
                     arrays[f"{name}_{split}_pairs"], record["n_similar"] = itml_pairs(
                         y_train, seed)
+                if name == "ITML_Supervised":
                     record["bounds"] = [float(b) for b in model.bounds_]
                 if name == "LSML_Supervised":
                     arrays[f"{name}_{split}_quadruplets"] = lsml_quadruplets(y_train, seed)

@@ -288,8 +288,14 @@ def _no_extra_data(exp: Experiment, data: DataPlace = DEFAULT_PLACE, load: bool 
 def _read_retrieval(r, evaluation: dict, datasets: list, solvers: list) -> dict:
     """The :class:`~dml_bench.experiment.sections.RetrievalSpec` of ``task: retrieval``
     (``top`` defaults to 20): its query class is required."""
+    from ..solvers import SOLVERS
+
     r.check(evaluation["query_class"] is not None, "evaluation.query_class",
             "a retrieval experiment names the class whose test points are the queries")
+    for i, s in enumerate(solvers):
+        r.check(s.name not in SOLVERS or getattr(SOLVERS[s.name], "evaluation", "knn") == "knn",
+                f"solvers[{i}].name", f"{s.name} learns no global map (transform), which "
+                "retrieval ranks in: k-NN experiments only")
     return {"retrieval": RetrievalSpec(evaluation["query_class"], evaluation["top"] or 20)}
 
 

@@ -342,6 +342,9 @@ def _read_verification(r, evaluation: dict, datasets: list, solvers: list) -> di
             r.check(kind != "labels", f"solvers[{i}].name",
                     f"{s.name} needs class labels, which the restricted verification setting has "
                     "not (pair and triplet solvers, or euclidean)")
+            r.check(getattr(SOLVERS[s.name], "evaluation", "knn") == "knn", f"solvers[{i}].name",
+                    f"{s.name} learns no global map (transform), which verification scores "
+                    "pairs in: k-NN experiments only")
         r.check(not s.tune or spec.folds == "lfw", f"solvers[{i}].tune",
                 "tuning uses LFW's View 1, which drawn folds have not")
     return {"verification": spec}

@@ -72,6 +72,7 @@ SOLVER_NAMES = {
     "mdml": "MDML", "sgd_incsvd": "SGD-IncSVD", "gd": "GD", "sgd": "SGD",
     "sgd_batch": "SGD-Batch", "fw": "FW", "sgd_one": "SGD-One", "lfda": "LFDA",
     "covariance": "Covariance", "mlkr": "MLKR", "sdml": "SDML", "lsml": "LSML", "scml": "SCML",
+    "scml_local": "SCML-Local",
 }
 
 

@@ -34,7 +34,7 @@ from .mdml import MDML
 from .mlkr import MLKR
 from .pola import POLA
 from .scml import SCML
-from .scml_local import SCMLLocal  # not in SOLVERS: no transform (a local metric per point)
+from .scml_local import SCMLLocal
 from .sdml import SDML
 from .sdpmetric import SDPMetric
 from .svm import SVM
@@ -74,6 +74,7 @@ SOLVERS.register("mlkr", MLKR)
 SOLVERS.register("sdml", SDML)
 SOLVERS.register("lsml", LSML)
 SOLVERS.register("scml", SCML)
+SOLVERS.register("scml_local", SCMLLocal)  # a metric per point: evaluated by k-NN in it
 
 PLANNED: dict[str, str] = {}
 

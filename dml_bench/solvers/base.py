@@ -185,6 +185,9 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
     #: every finished result. A subclass's own dict adds to its bases' (:func:`identifying_params`
     #: merges them along the MRO), so ``verbose`` stays neutral in every learner
     neutral_params: ClassVar[dict] = {"verbose": ANY_VALUE}
+    #: learners that learn from X alone set this: ``y`` is ignored, as in scikit-learn's
+    #: unsupervised transformers (not validated, not passed to ``_fit``)
+    ignores_y: ClassVar[bool] = False
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -249,7 +252,7 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
             similar or dissimilar pairs; got only triplets …"``), pair labels are not ±1.
         """
         start = time.perf_counter()
-        X, y = self._validated_data(X, y)
+        X, y = self._validated_data(X, None if self.ignores_y else y)
         if self.constraint_kind in ("pairs", "triplets"):
             if constraints is None:
                 if y is None:

@@ -133,16 +133,32 @@ class NCA(MetricLearner):
             n_components=self.n_components, init=self.init, max_iter=self.max_iter, tol=self.tol,
             random_state=self.random_state, verbose=int(self.verbose >= 2),
             callback=lambda L, it: times.append(time.perf_counter() - start))
-        with warnings.catch_warnings():  # its own, with verbose: this fit says it once below
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            nca.fit(X, y)
+        # scikit-learn's loss and gradient at the last point L-BFGS-B evaluated (the result, the
+        # end of its line search): the objective and pgtol test without another n×n evaluation
+        last = {}
+        loss_grad = nca._loss_grad_lbfgs
+
+        def remembered(transformation, *args, **kwargs):
+            loss, grad = loss_grad(transformation, *args, **kwargs)
+            last.update(at=transformation.copy(), loss=loss, grad=grad)
+            return loss, grad
+
+        nca._loss_grad_lbfgs = remembered  # the instance's, for its fit only
+        try:
+            with warnings.catch_warnings():  # its own, with verbose: this fit says it once below
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                nca.fit(X, y)
+        finally:
+            del nca._loss_grad_lbfgs
         converged = len(times) < self.max_iter  # L-BFGS stopped before its iteration cap
-        # the timing closure does not pickle; with verbose, the evaluation below would print
+        # the timing closure does not pickle; with verbose, an evaluation below would print
         self.estimator_ = nca.set_params(callback=None, verbose=0)
-        # L-BFGS-B's pgtol test: ∞-norm of the gradient of scikit-learn's loss at the result
-        grad = nca._loss_grad_lbfgs(nca.components_.ravel(), X, y[:, None] == y[None, :])[1]
-        _set_linear_map(self, nca.components_, nca_objective(X @ nca.components_.T, y),
-                        len(times), converged, {"time": times}, float(np.abs(grad).max()))
+        if not np.array_equal(last.get("at"), nca.components_.ravel()):
+            remembered(nca.components_.ravel(), X, y[:, None] == y[None, :], -1.0)
+        # scikit-learn's loss is −Σ_i Σ_{j: y_j = y_i} p_ij; L-BFGS-B's pgtol test is the
+        # ∞-norm of its gradient
+        _set_linear_map(self, nca.components_, -float(last["loss"]), len(times), converged,
+                        {"time": times}, float(np.abs(last["grad"]).max()))
         if not converged:
             warn_not_converged(
                 self, rule=f"gradient ∞-norm ≤ tol = {self.tol:g}, or relative decrease ≤ ftol",
@@ -166,22 +182,6 @@ def median_nn_sq_distance(Z: np.ndarray, n_sample: int = 500, seed: int = 0) -> 
     dist = sq[idx, None] + sq[None, :] - 2 * Z[idx] @ Z.T
     dist[np.arange(len(idx)), idx] = np.inf
     return float(np.median(np.maximum(dist.min(axis=1), 0.0)))
-
-
-def nca_objective(Z: np.ndarray, y: np.ndarray, chunk: int = 1024) -> float:
-    """``Σ_i Σ_{j≠i, y_j = y_i} softmax_j(−‖z_i − z_j‖²)`` on the projected points ``Z``."""
-    y = np.asarray(y)
-    sq = np.einsum("ij,ij->i", Z, Z)
-    total = 0.0
-    for s in range(0, len(Z), chunk):
-        dist = sq[s:s + chunk, None] + sq[None, :] - 2 * Z[s:s + chunk] @ Z.T
-        rows = np.arange(dist.shape[0])
-        dist[rows, s + rows] = np.inf
-        dist -= dist.min(axis=1, keepdims=True)
-        p = np.exp(-dist)
-        p /= p.sum(axis=1, keepdims=True)
-        total += float((p * (y[s:s + chunk, None] == y[None, :])).sum())
-    return total
 
 
 class LDA(MetricLearner):
@@ -269,6 +269,7 @@ class PCAMetric(MetricLearner):
 
     constraint_kind = "none"
     optimality_measure = "closed_form"
+    ignores_y = True
     _parameter_constraints: dict = {
         **_wrapped_constraints(PCA, "n_components", "whiten", "random_state"),
         "verbose": VERBOSE,

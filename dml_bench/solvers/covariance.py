@@ -54,6 +54,7 @@ class Covariance(MetricLearner):
 
     constraint_kind = "none"
     optimality_measure = "closed_form"
+    ignores_y = True
 
     _parameter_constraints: dict = {"verbose": VERBOSE}  # no hyper-parameter
 

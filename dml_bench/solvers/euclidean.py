@@ -21,6 +21,7 @@ class Euclidean(MetricLearner):
 
     constraint_kind = "none"
     optimality_measure = "closed_form"
+    ignores_y = True
     _parameter_constraints: dict = {"verbose": VERBOSE}  # no hyper-parameters
 
     def __init__(self, verbose=0):

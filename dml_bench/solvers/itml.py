@@ -77,12 +77,15 @@ class ITML(MetricLearner):
         Stop at the end of a sweep when ``‖λ − λ_old‖₁ / (‖λ‖₂ + ‖λ_old‖₂) < tol`` (λ: the dual
         variables of the constraints, λ_old: their values one sweep earlier), the rule and the
         threshold (``thresh = 10e-3``) of the authors' ``ItmlAlg.m``.
-    max_proj : int, default=100_000
-        Cap on the number of single projections (the authors' ``max_iters = 100000``, which counts
-        projections, not sweeps). As in ``ItmlAlg.m`` it is checked at the end of a sweep only, so
-        the run stops after the first sweep that passes it.
-    max_iter : int or None, default=None
-        Optional cap on the number of sweeps (``None``: only ``max_proj``).
+    max_proj : int or None, default=None
+        Optional cap on the number of single projections. ``100_000`` is the authors' cap
+        (``ItmlAlg.m``'s ``max_iters = 100000``, which counts projections, not sweeps); as there,
+        it is checked at the end of a sweep only, so the run stops after the first sweep that
+        passes it. It ends a fit after 100 000 / (number of pairs) sweeps, whatever the change of
+        the duals (3 sweeps on USPS's k-NN pairs): ``None`` (the default) stops on the rule of
+        ``tol`` or at ``max_iter`` sweeps.
+    max_iter : int or None, default=1000
+        Cap on the number of sweeps (``None``: only ``max_proj``).
     bounds : pair (u, l) of positive floats, or None, default=None
         Upper bound u of the squared distances of similar pairs and lower bound l of those of
         dissimilar pairs. ``None``: u and l are the 5th and 95th percentiles of the SQUARED
@@ -162,7 +165,7 @@ class ITML(MetricLearner):
     _parameter_constraints: dict = {
         "gamma": [Interval(Real, 0, None, closed="right")],  # ∞: no slack
         "tol": [Interval(Real, 0, None, closed="left")],
-        "max_proj": [Interval(Integral, 1, None, closed="left")],
+        "max_proj": [Interval(Integral, 1, None, closed="left"), None],
         "max_iter": [Interval(Integral, 1, None, closed="left"), None],
         "bounds": [PositivePair(), None],
         "pairs": [StrOptions(set(PAIR_MODES))],
@@ -173,7 +176,7 @@ class ITML(MetricLearner):
     #: ``prior="identity"`` is the M₀ = I of ITML before the option existed
     neutral_params = {**MetricLearner.neutral_params, "prior": "identity"}
 
-    def __init__(self, gamma=1.0, tol=0.01, max_proj=100_000, max_iter=None, bounds=None,
+    def __init__(self, gamma=1.0, tol=0.01, max_proj=None, max_iter=1000, bounds=None,
                  pairs="given", random_state=0, prior="identity", verbose=0):
         store_params(self, locals())
 
@@ -227,7 +230,7 @@ class ITML(MetricLearner):
                 reached=(f"relative change of the duals {trace['conv'][-1]:.3g}, largest "
                          f"constraint violation {trace['violation'][-1]:.3g} (relative to the "
                          "mean bound)"),
-                hint=("raise max_proj (or max_iter, or tol); under cyclic projections this "
+                hint=("raise max_iter or max_proj (or tol); under cyclic projections this "
                       "change need not fall steadily, and can stall above tol"))
         self.metric_ = M
         self.components_ = components_from_psd(M)
@@ -316,7 +319,8 @@ def _bregman_sweeps(X, pairs, V, delta, xi0, gamma, tol, max_proj, max_iter, sta
             report(sweep, trace)
         if normsum == 0 or conv < tol:
             converged = True
-        elif n_proj > max_proj or (max_iter is not None and sweep >= max_iter):
+        elif ((max_proj is not None and n_proj > max_proj)
+              or (max_iter is not None and sweep >= max_iter)):
             break
         lam_old = lam.copy()
     return M, xi, lam, trace, converged, n_proj

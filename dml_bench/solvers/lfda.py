@@ -34,7 +34,6 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.linalg
-from sklearn.neighbors import NearestNeighbors
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .base import VERBOSE, MetricLearner, store_params
@@ -184,38 +183,70 @@ def local_scatters(X: np.ndarray, codes: np.ndarray, k: int) -> tuple[np.ndarray
         if n_c < 2:  # one point: no pair, its own scatter is 0
             continue
         Xc = Xc - Xc.mean(axis=0)
-        S_A = affinity_laplacian_product(Xc, local_scaling(Xc, k))
+        # a class whose distance matrix fits in one block: formed once, for σ and for A
+        dist = (next(_row_blocks(Xc, np.einsum("ij,ij->i", Xc, Xc)))[1]
+                if n_c * n_c <= _BLOCK_ELEMENTS else None)
+        S_A = affinity_laplacian_product(Xc, local_scaling(Xc, k, dist), dist)
         S_lw += S_A / n_c
         S_lb += (1.0 / n - 1.0 / n_c) * S_A - (n_c / n) * (Xc.T @ Xc)
     return (S_lw + S_lw.T) / 2, (S_lb + S_lb.T) / 2
 
 
-def local_scaling(Xc: np.ndarray, k: int) -> np.ndarray:
+def local_scaling(Xc: np.ndarray, k: int, dist: np.ndarray | None = None) -> np.ndarray:
     """σ_i: the distance from each point of ``Xc`` (one class, at least 2 points) to its k-th
-    nearest other point of the class (its farthest when the class has at most k others)."""
+    nearest other point of the class (its farthest when the class has at most k others).
+
+    Each point is its own nearest point (at distance 0, up to round-off), so σ_i is the
+    (k+1)-th smallest entry of its row of squared distances (``np.partition``, no sort), from
+    ``dist`` when given (the class's full matrix of squared distances), else by row blocks.
+    """
     k = min(k, len(Xc) - 1)
-    # the query points are the fitted ones: each is its own first neighbour, at distance 0
-    dist, _ = NearestNeighbors(n_neighbors=k + 1).fit(Xc).kneighbors(Xc)
-    return dist[:, -1]
+    if dist is not None:
+        return np.sqrt(np.partition(dist, k, axis=1)[:, k])
+    sq = np.einsum("ij,ij->i", Xc, Xc)
+    sigma = np.empty(len(Xc))
+    for s, block in _row_blocks(Xc, sq):
+        sigma[s:s + len(block)] = np.partition(block, k, axis=1)[:, k]
+    return np.sqrt(sigma)
 
 
-def affinity_laplacian_product(Xc: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+def _row_blocks(Xc: np.ndarray, sq: np.ndarray):
+    """``(start, squared distances of rows start… to every row)`` for row blocks of at most
+    ``_BLOCK_ELEMENTS`` entries, each one GEMM."""
+    n_c = len(Xc)
+    block = max(1, _BLOCK_ELEMENTS // n_c)
+    for s in range(0, n_c, block):
+        rows = Xc[s:s + block]
+        dist = rows @ Xc.T
+        dist *= -2.0
+        dist += sq[s:s + block, None]
+        dist += sq[None, :]
+        yield s, np.maximum(dist, 0.0, out=dist)
+
+
+def affinity_laplacian_product(Xc: np.ndarray, sigma: np.ndarray,
+                               dist: np.ndarray | None = None) -> np.ndarray:
     """``Xcᵀ (diag(A𝟙) − A) Xc = ½ Σ_ij A_ij (x_i − x_j)(x_i − x_j)ᵀ`` for the affinities
-    ``A_ij = exp(−‖x_i − x_j‖² / (σ_i σ_j))``, by row blocks of A (two GEMMs each).
+    ``A_ij = exp(−‖x_i − x_j‖² / (σ_i σ_j))``, by row blocks of A (two GEMMs each), or at once
+    from ``dist``, the class's full matrix of squared distances, when given.
 
     A pair with ``σ_i σ_j = 0`` (a point whose k-th neighbour coincides with it) and distinct
     points has affinity 0, the limit of the formula; coinciding points add nothing to the sum.
     """
-    n_c, d = Xc.shape
-    sq = np.einsum("ij,ij->i", Xc, Xc)
-    block = max(1, _BLOCK_ELEMENTS // n_c)
+    d = Xc.shape[1]
+    blocks = [(0, dist)] if dist is not None else _row_blocks(
+        Xc, np.einsum("ij,ij->i", Xc, Xc))
     S = np.zeros((d, d))
-    for s in range(0, n_c, block):
-        rows = Xc[s:s + block]
-        dist = np.maximum(sq[s:s + block, None] + sq[None, :] - 2.0 * rows @ Xc.T, 0.0)
-        scale = np.outer(sigma[s:s + block], sigma)
-        positive = scale > 0
-        A = np.where(positive, np.exp(-dist / np.where(positive, scale, 1.0)), 0.0)
+    for s, block in blocks:
+        rows = Xc[s:s + len(block)]
+        A = np.outer(sigma[s:s + len(block)], sigma)  # σ_i σ_j, then A in place
+        positive = A > 0
+        if positive.all():
+            np.divide(block, A, out=A)
+            np.negative(A, out=A)
+            np.exp(A, out=A)
+        else:
+            A = np.where(positive, np.exp(-block / np.where(positive, A, 1.0)), 0.0)
         S += (rows * A.sum(axis=1)[:, None]).T @ rows - rows.T @ (A @ Xc)
     return S
 

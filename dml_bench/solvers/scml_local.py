@@ -67,7 +67,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..constraints import Constraints, knn_triplets
-from .base import ParamValidation, _check_finite, _default_k, store_params
+from .base import (ANY_VALUE, VERBOSE, ParamValidation, _check_finite, _default_k, report_fit,
+                   report_progress, store_params, warn_not_converged)
 from .linalg import check_square_memory
 from .scml import BASIS_CONSTRAINTS, SCML, build_basis
 from .svm import gaussian_gram
@@ -110,13 +111,18 @@ class SCMLLocal(ParamValidation, ClassifierMixin, BaseEstimator):
         parameters at their defaults; the authors' start); ``"uniform"``, c = √w̄ (every element
         weighted alike, the global fit skipped). δ, w̄: module notes.
     n_neighbors_predict : int, default=3
-        k of the k-NN rule of :meth:`predict` (at most the training points).
+        k of the k-NN rule of :meth:`predict` (at most the training points). The fit does not
+        use it (left out of a result's identity, ``neutral_params``); an experiment's k-NN
+        evaluation takes its own k.
     max_iter : int, default=1000
         Cap on the proximal-gradient iterations (accepted or rejected steps).
     tol : float, default=1e-5
         Stop when F decreased by at most ``tol · F(start)`` over the last 10 iterations.
     random_state : int, RandomState instance or None, default=0
         Seeds the basis, the rows of the kernel-width median and the global fit of ``"global"``.
+    verbose : int, default=0
+        0: silent; 1: one line at the end of the fit (iterations, objective, relative change,
+        converged, seconds); 2 and more: also one line every 10 iterations.
 
     Attributes
     ----------
@@ -167,8 +173,9 @@ class SCMLLocal(ParamValidation, ClassifierMixin, BaseEstimator):
     """
 
     constraint_kind: ClassVar[str] = "triplets"
-    #: evaluated by its own k-NN :meth:`predict`, not by k-NN on ``transform``-ed points
-    evaluation: ClassVar[str] = "predict"
+    #: evaluated by k-NN in each test point's own metric (:meth:`kneighbors`, with the
+    #: experiment's k and tie-break), not on ``transform``-ed points: it has no global map
+    evaluation: ClassVar[str] = "local_knn"
     optimality_measure = "relative_objective_change"
 
     _parameter_constraints: dict = {
@@ -180,11 +187,14 @@ class SCMLLocal(ParamValidation, ClassifierMixin, BaseEstimator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "random_state": ["random_state"],
+        "verbose": VERBOSE,
     }
+    #: what the fit does not depend on: the printing, and the k of :meth:`predict`
+    neutral_params: ClassVar[dict] = {"verbose": ANY_VALUE, "n_neighbors_predict": ANY_VALUE}
 
     def __init__(self, beta=1e-4, basis="lda", n_locales=20, n_neighbors=10, n_basis=100,
                  n_components=40, init="global", n_neighbors_predict=3, max_iter=1000, tol=1e-5,
-                 random_state=0):
+                 random_state=0, verbose=0):
         store_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -243,12 +253,16 @@ class SCMLLocal(ParamValidation, ClassifierMixin, BaseEstimator):
             A0[-1] = np.sqrt(w.weights_) + 1e-3 * np.sqrt(w_unit)
         else:
             A0[-1] = np.sqrt(w_unit)
+        report = ((lambda it, F, change: report_progress(self, it, objective=F,
+                                                         relative_change=change))
+                  if self.verbose >= 2 else None)
         A, trace, converged, change = proximal_gradient(problem, A0, self.max_iter, self.tol,
-                                                        start)
+                                                        start, report)
         if not converged:
-            warnings.warn(f"{name} did not converge in {self.max_iter} iterations (relative "
-                          f"objective change {change:.3g} > tol = {self.tol:g})",
-                          ConvergenceWarning)
+            warn_not_converged(
+                self, rule=f"decrease of F over the last {WINDOW} iterations ≤ tol = "
+                f"{self.tol:g} × F(start)", cap=f"max_iter = {self.max_iter} iterations",
+                reached=f"relative decrease {change:.3g}", hint="raise max_iter (or tol)")
         F, _, active, _ = problem.evaluate(A, gradient=False)
         self.basis_, self.A_, self.c_ = B, A[:-1].copy(), A[-1].copy()
         self.init_weights_ = A0[-1] ** 2
@@ -257,6 +271,8 @@ class SCMLLocal(ParamValidation, ClassifierMixin, BaseEstimator):
         self.objective_, self.n_active_ = float(F), int(active)
         self.n_iter_, self.converged_, self.optimality_ = len(trace["objective"]), converged, change
         self.trace_ = {k: np.asarray(v) for k, v in trace.items()}
+        if self.verbose:
+            report_fit(self, time.perf_counter() - start)
         return self
 
     # -- the pieces of fit ----------------------------------------------------------------------
@@ -459,14 +475,15 @@ class LocalProblem:
         return A * np.maximum(0.0, 1.0 - shrink)
 
 
-def proximal_gradient(problem: LocalProblem, A, max_iter, tol, start):
+def proximal_gradient(problem: LocalProblem, A, max_iter, tol, start, report=None):
     """Proximal gradient with a backtracking step on F from Ã = ``A``.
 
     A trial ``prox(Ã − η∇loss, η)`` is accepted when it lowers F by ``ARMIJO_C/η ‖Δ‖²`` (then
     η ×= 1.5), else η is halved; the first η is 10 % of ‖Ã‖ over the norm of F's gradient
     (the penalty's included) at the start. Stops when F dropped
     by at most ``tol · F(start)`` over the last ``WINDOW`` iterations. Returns (Ã, trace,
-    converged, that relative change).
+    converged, that relative change). ``report(iteration, F, change)``, if given, is called
+    every ``WINDOW`` iterations (``verbose ≥ 2``).
     """
     F, loss, active, grad = problem.evaluate(A)
     F0 = F
@@ -496,6 +513,8 @@ def proximal_gradient(problem: LocalProblem, A, max_iter, tol, start):
                          ("n_elements", int(np.count_nonzero(np.linalg.norm(A, axis=0)))),
                          ("time", time.perf_counter() - start)):
             trace[key].append(val)
+        if report is not None and len(history) % WINDOW == 1:
+            report(len(history) - 1, F, float(change))
         if len(history) > WINDOW and change <= tol:
             return A, trace, True, float(change)
     return A, trace, False, float(change)

@@ -15,8 +15,8 @@ basis of metric-learn's ``MMC``): start at ``A = I`` with ``t = ⟨X_S, I⟩ / 1
 
 1. *iterated projections* onto C1 = {⟨X_S, A⟩ ≤ t} (Euclidean projection onto the half-space) and
    C2 = {A ⪰ 0} (eigendecomposition, negative eigenvalues clipped), alternated until
-   ``(⟨X_S, A⟩ − t)/t < eps`` or ``max_proj`` rounds (``projection="alternating"``), or the exact
-   Euclidean projection onto C1 ∩ C2 (default, see ``projection``);
+   ``(⟨X_S, A⟩ − t)/t < eps`` or ``max_proj`` rounds (``projection="alternating"``, the
+   default), or the exact Euclidean projection onto C1 ∩ C2 (see ``projection``);
 2. if the projection succeeded and raised ``g`` over the last accepted iterate ``A_last`` (always
    on the first cycle): accept, ``α ← 1.05 α``, take the ascent direction ``P`` = the gradient
    ``∇g(A) = Σ_{τ∈D} X_τ / (2 d_τ)`` with its component along ``X_S`` (the gradient of the
@@ -53,7 +53,7 @@ import scipy.optimize
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .base import VERBOSE, MetricLearner, report_progress, store_params, warn_not_converged
-from .linalg import (PairOuterSum, components_from_psd, eigh_all, pair_differences,
+from .linalg import (PairOuterSum, _syevd_for, components_from_psd, eigh_all, pair_differences,
                      pair_sq_distances, project_psd, weighted_outer_sum)
 
 #: the original code sets the bound ``t = ⟨X_S, A_0⟩ / 100`` from the initial metric ``A_0 = I``
@@ -81,13 +81,15 @@ class Xing(MetricLearner):
         Cap on the projection rounds per cycle (``maxprojs = 10000`` of the original code).
     step : float, default=0.1
         Initial step size α (``alpha = 0.1`` of the original code), in the units of ``A_0 = I``.
-    projection : {"exact", "alternating"}, default="exact"
-        ``"alternating"``: the original code's alternating projections onto C1 and C2 (``eps``,
-        ``max_proj``). They converge slowly (linearly, one eigendecomposition per round) and
-        can run all ``max_proj`` rounds without reaching ``eps``.
+    projection : {"alternating", "exact"}, default="alternating"
+        ``"alternating"``: Xing et al.'s algorithm, the original code's alternating projections
+        onto C1 and C2 (``eps``, ``max_proj``); metric-learn's ``MMC`` is the same algorithm.
+        They converge slowly (linearly, one eigendecomposition per round) and can run all
+        ``max_proj`` rounds without reaching ``eps``.
         ``"exact"``: the Euclidean projection onto C1 ∩ C2 that they approximate,
         ``Π_PSD(B − μ X_S)`` with the scalar μ ≥ 0 found by Brent's method (one d×d
-        eigendecomposition per evaluation), always feasible.
+        eigendecomposition per evaluation), always feasible. It is not the authors' algorithm,
+        and its ascent can end elsewhere (a different 3-NN error).
     verbose : int, default=0
         0: silent; 1: one line at the end of the fit (cycles, objective, relative gap,
         converged, seconds); 2 and more: also one line per cycle (objective, relative step,
@@ -133,7 +135,7 @@ class Xing(MetricLearner):
         "verbose": VERBOSE,
     }
 
-    def __init__(self, max_iter=500, tol=1e-3, step=0.1, projection="exact", eps=0.01,
+    def __init__(self, max_iter=500, tol=1e-3, step=0.1, projection="alternating", eps=0.01,
                  max_proj=10000, verbose=0):
         store_params(self, locals())
 
@@ -173,15 +175,8 @@ class Xing(MetricLearner):
                 A, lam, V = _project_exact(A, XS, t)
                 satisfy, n_proj = True, 1
             else:  # the original code's alternating projections
-                satisfy = False
-                for n_proj in range(1, self.max_proj + 1):
-                    excess = float(np.vdot(XS, A)) - t
-                    if excess > 0:
-                        A = A - (excess / XS_norm2) * XS
-                    A, lam, V = project_psd(A)
-                    if (float(np.vdot(XS, A)) - t) / t < self.eps:
-                        satisfy = True
-                        break
+                A, lam, V, satisfy, n_proj = _alternate(A, XS, XS_norm2, t, self.eps,
+                                                        self.max_proj)
             # 2. accept (and grow α) or halve α and retry from the last accepted iterate
             dist = distances(lam, V)
             if satisfy and (cycle == 0 or dist.sum() > dist_last.sum()):
@@ -233,6 +228,37 @@ def _gradient(outer_sum, dist):
     w = np.divide(0.5, dist, out=np.zeros_like(dist), where=dist > 0)
     G = outer_sum(w)
     return (G + G.T) / 2
+
+
+def _alternate(A, XS, XS_norm2, t, eps, max_proj):
+    """The original code's alternating projections from A: onto the half-space
+    ``⟨X_S, A⟩ ≤ t`` (when outside it), then onto the PSD cone (:func:`.linalg.project_psd`'s
+    product, from the same LAPACK call), until ``(⟨X_S, A⟩ − t)/t < eps`` or ``max_proj``
+    rounds. Returns (A, its clipped eigenvalues, eigenvectors, whether eps was met, rounds).
+
+    One d×d eigendecomposition per round and nothing else of size d³: the loop calls
+    LAPACK's ``syevd`` itself (the decomposition :func:`.linalg.eigh_all` makes, without its
+    per-call overhead, which is most of a round for d ≲ 30), falling back to ``eigh_all``
+    where ``syevd`` does not converge.
+    """
+    xs = XS.ravel()
+    syevd, work = _syevd_for(A.dtype.char, len(A), False)
+    for n_proj in range(1, max_proj + 1):
+        excess = float(xs @ A.ravel()) - t
+        if excess > 0:
+            A = A - (excess / XS_norm2) * XS
+        S = A + A.T
+        S /= 2
+        # S is exactly symmetric: its transpose (Fortran order) read as the upper triangle, as
+        # eigh_all reads a C-ordered matrix
+        lam, V, info = syevd(S.T, compute_v=1, lower=0, **work)
+        if info != 0:
+            lam, V = eigh_all(S)
+        np.maximum(lam, 0.0, out=lam)
+        A = (V * lam) @ V.T
+        if (float(xs @ A.ravel()) - t) / t < eps:
+            return A, lam, V, True, n_proj
+    return A, lam, V, False, max_proj
 
 
 def _project_exact(B, XS, t):

@@ -51,7 +51,7 @@ CASES = [
     _case("unknown-solver", changed(solvers=["dml_eigg"]),
           "{cfg}: solvers[0].name: unknown solver 'dml_eigg'. Did you mean 'dml_eig'? Valid "
           "names: boostmetric, covariance, dml_eig, elm, euclidean, frobmetric, fw, gd, itml, "
-          "lda, ldml, lfda, lmnn, lmnn_eig, lsml, mdml, mlkr, nca, pca, pola, rca, scml, sdml, "
+          "lda, ldml, lfda, lmnn, lmnn_eig, lsml, mdml, mlkr, nca, pca, pola, rca, scml, scml_local, sdml, "
           "sdpmetric, sgd, sgd_batch, sgd_incsvd, sgd_one, svm, xing"),
     _case("unknown-generator", changed(constraints={"generator": "knn_triplet"}),
           "{cfg}: constraints.generator: unknown constraint generator 'knn_triplet'. Did you "
