@@ -91,7 +91,9 @@ def _syevd_for(dtype: str, n: int, lower: bool):
     probe = np.empty((1, 1), dtype=dtype)
     syevd, syevd_lwork = scipy.linalg.get_lapack_funcs(("syevd", "syevd_lwork"), (probe,))
     lwork, liwork = scipy.linalg.lapack._compute_lwork(syevd_lwork, n, lower=int(lower))
-    return syevd, {"lwork": lwork, "liwork": liwork}
+    # at least LAPACK's documented minimum for eigenvectors: scipy 1.11's query answers 1 for
+    # a 1×1 matrix, which its own wrapper refuses (larger n: the query's optimum is larger)
+    return syevd, {"lwork": max(lwork, 1 + 6 * n + 2 * n * n), "liwork": max(liwork, 3 + 5 * n)}
 
 
 def _syevd(A: np.ndarray, lower: bool) -> tuple[np.ndarray, np.ndarray] | None:
