@@ -72,7 +72,7 @@ def _eigh_lower(S: np.ndarray, drivers: tuple[str, ...],
     transpose = S.flags.c_contiguous and not S.flags.f_contiguous
     A = S.T if transpose else S
     for driver in drivers[:-1]:
-        if driver == "evd" and not options:
+        if driver == "evd" and not options and A.dtype in (np.float64, np.float32):
             found = _syevd(A, lower=not transpose)
             if found is not None:
                 return found
@@ -85,7 +85,7 @@ def _eigh_lower(S: np.ndarray, drivers: tuple[str, ...],
 
 
 @functools.lru_cache(maxsize=64)
-def _syevd_for(dtype: str, n: int, lower: bool):
+def syevd_routine(dtype: str, n: int, lower: bool):
     """LAPACK's ``syevd`` for ``dtype`` and its optimal workspace sizes for an n×n matrix, as
     ``scipy.linalg.eigh(driver="evd")`` queries them (so that both make the same LAPACK call)."""
     probe = np.empty((1, 1), dtype=dtype)
@@ -100,25 +100,15 @@ def _syevd(A: np.ndarray, lower: bool) -> tuple[np.ndarray, np.ndarray] | None:
     """``scipy.linalg.eigh(A, lower=lower, driver="evd")`` without its per-call checks and
     workspace query (tens of microseconds, the whole cost of a small matrix's decomposition
     in the alternating projections of Xing et al.); None where ``syevd`` does not converge.
-    A non-finite entry raises scipy's ``ValueError``, as ``eigh`` does."""
-    if A.dtype not in (np.float64, np.float32) or A.ndim != 2 or A.shape[0] != A.shape[1]:
-        return _eigh_checked(A, lower)
+    A non-finite entry raises scipy's ``ValueError``, as ``eigh`` does. ``A``: float64 or
+    float32, square."""
     if not np.isfinite(A).all():
         raise ValueError("array must not contain infs or NaNs")
-    syevd, work = _syevd_for(A.dtype.char, A.shape[0], lower)
+    syevd, work = syevd_routine(A.dtype.char, A.shape[0], lower)
     w, v, info = syevd(A, compute_v=1, lower=int(lower), **work)
     if info < 0:  # pragma: no cover - an argument error of ours
         raise ValueError(f"illegal value in argument {-info} of LAPACK's syevd")
     return (w, v) if info == 0 else None
-
-
-def _eigh_checked(A, lower):
-    """scipy's ``eigh`` by ``syevd`` (None where it does not converge), for the inputs the
-    direct call does not take."""
-    try:
-        return scipy.linalg.eigh(A, lower=lower, driver="evd")
-    except np.linalg.LinAlgError:
-        return None
 
 
 #: :func:`eigh_above` computes only the eigenpairs asked for (``syevr`` on a value range) when

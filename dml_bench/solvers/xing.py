@@ -53,7 +53,7 @@ import scipy.optimize
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .base import VERBOSE, MetricLearner, report_progress, store_params, warn_not_converged
-from .linalg import (PairOuterSum, _syevd_for, components_from_psd, eigh_all, pair_differences,
+from .linalg import (PairOuterSum, syevd_routine, components_from_psd, eigh_all, pair_differences,
                      pair_sq_distances, project_psd, weighted_outer_sum)
 
 #: the original code sets the bound ``t = ⟨X_S, A_0⟩ / 100`` from the initial metric ``A_0 = I``
@@ -242,7 +242,7 @@ def _alternate(A, XS, XS_norm2, t, eps, max_proj):
     where ``syevd`` does not converge.
     """
     xs = XS.ravel()
-    syevd, work = _syevd_for(A.dtype.char, len(A), False)
+    syevd, work = syevd_routine(A.dtype.char, len(A), False)
     for n_proj in range(1, max_proj + 1):
         excess = float(xs @ A.ravel()) - t
         if excess > 0:
