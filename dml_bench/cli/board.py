@@ -22,9 +22,9 @@ from .base import _check_jobs, _exit_on_sigterm, _fail, main
               help="Run only this method (repeatable), likewise.")
 @click.option("-j", "--n-jobs", type=int, help="Parallel tasks within a cell.")
 @click.option("--backend", type=click.Choice(["loky", "dask", "sequential"]),
-              help="joblib backend (overrides execution.backend). dask without --scheduler: a "
-                   "loopback-only LocalCluster of -j single-threaded workers (with -j 1, joblib "
-                   "runs the tasks in the cell's process itself).")
+              help="Where the tasks run (overrides execution.backend): loky processes, this "
+                   "process, or dask workers. dask without --scheduler: a loopback-only "
+                   "LocalCluster of -j single-threaded workers.")
 @click.option("--scheduler", metavar="ADDR",
               help="dask scheduler address, e.g. tcp://host:8786 (needs --backend dask or "
                    "execution.backend: dask); the cluster runs as many tasks at once as its "

@@ -53,7 +53,8 @@ def validate(config, overrides):
 @_OVERRIDES
 @click.option("-j", "--n-jobs", type=int, help="Parallel tasks (overrides execution.n_jobs).")
 @click.option("--backend", type=click.Choice(["loky", "dask", "sequential"]),
-              help="joblib backend (overrides execution.backend).")
+              help="Where the tasks run (overrides execution.backend): loky processes, this "
+                   "process, or dask workers.")
 @click.option("--scheduler", help="dask scheduler address (with --backend dask); "
                                   "default: a local loopback cluster.")
 @click.option("--timing", is_flag=True, default=None,

@@ -19,12 +19,13 @@ import logging
 import os
 import platform
 import traceback
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from joblib import Parallel, delayed, parallel_config
+from joblib import Parallel, delayed
 
 from ..common.safe_write import write_text
 from ..errors import DMLBenchError, RunRefused
@@ -327,17 +328,14 @@ def execute(fn: Callable, tasks: list, landing: Landing, finished: Callable[[], 
 
     cluster = _CLUSTER.get() if backend == "dask" else None
     try:
-        if backend == "sequential" or n_jobs == 1 and backend != "dask":
+        if cluster is not None:
+            rows = _on_cluster(fn, claimed(), *cluster)
+        elif backend == "sequential" or n_jobs == 1:
             rows = (fn(t, BLAS_THREADS) for t in claimed())
         else:
-            kwargs = {} if backend == "dask" else {"backend": backend}
-            rows = Parallel(n_jobs=n_jobs, return_as="generator_unordered", **kwargs)(
+            rows = Parallel(n_jobs=n_jobs, backend=backend, return_as="generator_unordered")(
                 delayed(fn)(t, BLAS_THREADS) for t in claimed())
         for row in rows:
-            # a task run in this process (joblib's shortcut for a one-thread cluster) fails when
-            # its own calls to the cluster do: that is no failure of the task
-            if cluster is not None and row.get("_failed") and cluster[0].status != "running":
-                raise SchedulerLost(cluster[1], "the client lost its connection")
             yield row
             held.pop(row["task_id"]).release()
     except (concurrent.futures.CancelledError, OSError, TimeoutError) as exc:
@@ -347,10 +345,62 @@ def execute(fn: Callable, tasks: list, landing: Landing, finished: Callable[[], 
         raise fault from exc
 
 
+#: how long a run waits for its dask scheduler to have a worker before it gives up
+WAIT_FOR_WORKERS = 10.0
+
+
+def _on_cluster(fn: Callable, tasks: Iterable, client, address: str) -> Iterable[dict]:
+    """Yield ``fn(task, BLAS_THREADS)`` rows computed on the workers of ``client``'s cluster,
+    as they finish. At most two tasks per worker thread are in flight, so a task is drawn from
+    ``tasks`` (and claimed) only when it is about to be submitted.
+
+    Each result is fetched in this thread, so a scheduler lost at any moment (before a task
+    finished, or between its finishing and the fetch of its row) raises here: a cancelled
+    future (the client closed by :func:`_closed_when_lost`) or a closed connection becomes
+    :class:`SchedulerLost`, never a wait that does not end.
+    """
+    from dask.utils import funcname
+    from distributed import as_completed
+
+    try:
+        client.wait_for_workers(1, timeout=WAIT_FOR_WORKERS)
+    except TimeoutError:
+        raise SchedulerUnreachable(f"the dask scheduler at {address} has no worker to run the "
+                                   f"tasks ({WAIT_FOR_WORKERS:g} s waited): start workers on "
+                                   "it") from None
+    slots = 2 * max(1, sum(client.ncores().values()))
+    name, source, running = funcname(fn), iter(tasks), as_completed()
+
+    def submit_next() -> bool:
+        task = next(source, None)
+        if task is None:
+            return False
+        # a key of its own: another run on the same scheduler may run the same task
+        running.add(client.submit(fn, task, BLAS_THREADS, pure=False,
+                                  key=f"{name}-{task.task_id}-{uuid.uuid4().hex}"))
+        return True
+
+    for _ in range(slots):
+        if not submit_next():
+            break
+    for future in running:
+        if future.status == "cancelled":
+            raise SchedulerLost(address, "a task of the run was cancelled")
+        try:
+            row = future.result()
+        except Exception as exc:
+            if client.status != "running" or isinstance(exc, OSError):
+                raise SchedulerLost(address, describe(exc)) from exc
+            raise
+        future.release()
+        submit_next()
+        yield row
+
+
 def _cluster_fault(exc: BaseException, client, address: str) -> Exception:
     """The one-line error of a dask run whose task stream raised ``exc``: the scheduler lost
-    (:class:`SchedulerLost`), a cluster without workers (:class:`SchedulerUnreachable`), or
-    ``exc`` itself when the cluster is not at fault (a claim that cannot be written, ...)."""
+    (:class:`SchedulerLost`), or ``exc`` itself when the cluster is not at fault (a claim that
+    cannot be written, ...)."""
     from distributed.comm import CommClosedError
 
     if isinstance(exc, (SchedulerLost, LogWriteFailed)):
@@ -358,9 +408,6 @@ def _cluster_fault(exc: BaseException, client, address: str) -> Exception:
     if client.status != "running" or isinstance(exc, (concurrent.futures.CancelledError,
                                                       CommClosedError)):
         return SchedulerLost(address, getattr(exc, "reason", None) or describe(exc))
-    if isinstance(exc, TimeoutError) and "no worker" in str(exc):  # joblib's wait for workers
-        return SchedulerUnreachable(f"the dask scheduler at {address} has no worker to run the "
-                                    "tasks (joblib waited for one in vain): start workers on it")
     return exc
 
 
@@ -379,8 +426,7 @@ def execution_backend(backend: str, scheduler: str | None, n_jobs: int):
     if backend != "dask":
         yield
         return
-    with _dask_client(scheduler, n_jobs) as (client, address), parallel_config(backend="dask"), \
-            _closed_when_lost(client):
+    with _dask_client(scheduler, n_jobs) as (client, address), _closed_when_lost(client):
         token = _CLUSTER.set((client, address))
         try:
             yield
