@@ -63,12 +63,33 @@ def test_singular_covariance_gives_the_pseudo_inverse():
     np.testing.assert_allclose(np.cov(model.transform(X), rowvar=False), np.eye(5), atol=1e-8)
 
 
+def test_more_dimensions_than_points_is_the_pseudo_inverse():
+    """n ≪ d (the case of face images): the pseudo-inverse of numpy's covariance, of rank n − 1,
+    and scipy's Mahalanobis distance in it for points in the span of the training points."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(30, 5)) @ rng.normal(size=(5, 300)) + rng.normal(size=(30, 300))
+    d = X.shape[1]
+    model = Covariance().fit(X)
+    C = np.cov(X, rowvar=False)
+    reference = np.linalg.pinv(C, rcond=d * np.finfo(float).eps, hermitian=True)
+    np.testing.assert_allclose(model.metric_, reference, rtol=1e-7,
+                               atol=1e-9 * np.abs(reference).max())
+    np.testing.assert_allclose(model.covariance_, C, rtol=1e-12, atol=1e-12 * np.abs(C).max())
+    assert model.rank_ == np.linalg.matrix_rank(C) == 29
+    assert model.components_.shape == (29, d)
+    np.testing.assert_allclose(np.cov(model.transform(X), rowvar=False), np.eye(29), atol=1e-8)
+    i, j = 3, 17
+    expected = (X[i] - X[j]) @ reference @ (X[i] - X[j])
+    assert model.pair_distances(X, np.array([[i, j]]))[0] == pytest.approx(expected, rel=1e-7)
+
+
 def test_one_feature_and_constant_points():
     X = np.array([[1.0], [2.0], [4.0]])
     assert Covariance().fit(X).metric_[0, 0] == pytest.approx(1 / np.var(X, ddof=1))
-    model = Covariance().fit(np.ones((4, 3)))
-    np.testing.assert_array_equal(model.metric_, np.zeros((3, 3)))
-    assert model.rank_ == 0 and model.components_.shape == (1, 3)
+    for shape in ((4, 3), (3, 5)):  # more points than dimensions, and fewer
+        model = Covariance().fit(np.ones(shape))
+        np.testing.assert_array_equal(model.metric_, np.zeros((shape[1], shape[1])))
+        assert model.rank_ == 0 and model.components_.shape == (1, shape[1])
 
 
 def test_closed_form_bookkeeping(correlated):

@@ -7,11 +7,17 @@ eigendecomposition ``Σ = U Λ Uᵀ``, the map ``L = Λ^{−1/2} Uᵀ`` whitens 
 inverse: the eigenvalues ``λ ≤ d · ε · λ_max`` (ε the float64 machine epsilon) count as zero and
 ``M`` is the Moore–Penrose pseudo-inverse ``Σ⁺``, i.e. L whitens the range of Σ and drops the
 directions in which the training points do not vary.
+
+With fewer points than dimensions (n ≤ d) the rank of Σ is at most n − 1 < d, and its
+eigenpairs are taken from the thin SVD of the centred points, ``X_c = P S Vᵀ``:
+``Σ = V (S²/(n−1)) Vᵀ``, at O(n²d) instead of the O(d³) of a d×d eigendecomposition. The cut-off
+and the resulting ``M`` are the same.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 
 from .base import VERBOSE, MetricLearner, store_params
 from .linalg import eigh_all
@@ -65,9 +71,15 @@ class Covariance(MetricLearner):
         n, d = X.shape
         centred = X - X.mean(axis=0)
         C = centred.T @ centred / (n - 1)
-        lam, U = eigh_all(C)
-        keep = lam > d * np.finfo(float).eps * max(lam[-1], 0.0)
-        L = (U[:, keep] / np.sqrt(lam[keep])).T[::-1]
+        if 1 < n <= d:  # in the span of the points (module docstring)
+            _, s, Vt = scipy.linalg.svd(centred, full_matrices=False, check_finite=False)
+            lam, U = s * s / (n - 1), Vt.T  # decreasing
+            keep = lam > d * np.finfo(float).eps * max(lam[0], 0.0)
+            L = (U[:, keep] / np.sqrt(lam[keep])).T
+        else:
+            lam, U = eigh_all(C)  # increasing
+            keep = lam > d * np.finfo(float).eps * max(lam[-1], 0.0)
+            L = (U[:, keep] / np.sqrt(lam[keep])).T[::-1]
         if not len(L):
             L = np.zeros((1, d))
         self.covariance_ = C
