@@ -170,6 +170,37 @@ def test_singular_within_scatter_gets_the_stated_ridge():
     assert np.all(np.isfinite(model.metric_))
 
 
+@pytest.mark.parametrize("n_components", [None, 5])
+def test_fewer_points_than_dimensions_solves_the_full_problem(n_components):
+    """n < d, solved in the span of the points: the weighted embedding equals the one of the
+    d×d generalised eigenproblem of the pair-by-pair reference scatters (scipy's), up to the
+    sign of each direction, and its directions beyond the span weigh 0."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(14, 3)) @ rng.normal(size=(3, 40)) + 0.3 * rng.normal(size=(14, 40))
+    y = np.repeat([0, 1, 2], [5, 5, 4])
+    d = X.shape[1]
+    model = LFDA(n_components=n_components).fit(X, y)
+    S_lw, S_lb = reference_scatters(X, y, 7)
+    delta = 1e-3 * max(np.trace(S_lw), np.trace(S_lb)) / d
+    assert model.ridge_ == pytest.approx(delta, rel=1e-10)
+    scale = np.abs(S_lb).max()
+    np.testing.assert_allclose(model.local_within_scatter_, S_lw, atol=1e-10 * scale)
+    np.testing.assert_allclose(model.local_between_scatter_, S_lb, atol=1e-10 * scale)
+    lam, Phi = scipy.linalg.eigh(S_lb, S_lw + delta * np.eye(d))
+    r = d if n_components is None else n_components
+    lam, Phi = np.maximum(lam[::-1][:r], 0), Phi[:, ::-1][:, :r]
+    # the distinct non-zero eigenvalues fix their directions up to sign
+    np.testing.assert_allclose(model.eigenvalues_, lam, rtol=1e-8, atol=1e-10 * lam.max())
+    assert model.components_.shape == (r, d)
+    strong = lam > 1e-6 * lam.max()
+    T = (Phi / np.linalg.norm(Phi, axis=0) * np.sqrt(lam))[:, strong]
+    ours = model.components_.T[:, strong]
+    np.testing.assert_allclose(np.abs(ours), np.abs(T), rtol=1e-6, atol=1e-8 * np.abs(T).max())
+    np.testing.assert_allclose(model.components_[~strong], 0, atol=1e-6 * np.abs(T).max())
+    np.testing.assert_allclose(model.metric_, model.components_.T @ model.components_,
+                               atol=1e-12 * np.abs(model.metric_).max())
+
+
 def test_classes_of_one_point_and_duplicates_follow_the_limit_of_the_formula():
     """A class of one point adds no pair. Two coinciding points of class 0 with k = 1 have
     σ = 0, so their affinity to the distinct third point is exp(−‖x_i − x_j‖²/0) = 0 (the limit)

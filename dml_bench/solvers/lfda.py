@@ -25,6 +25,9 @@ its mean (the blocks of ``1/n`` on the whole matrix minus ``1/n`` on the class b
 same-class affinities are ever formed, one class at a time and in row blocks of at most
 ``_BLOCK_ELEMENTS`` entries, each a GEMM. With all affinities equal to 1, ``S^lw`` and ``S^lb`` are
 Fisher's within- and between-class scatters and LFDA is Fisher's discriminant analysis.
+
+With fewer points than dimensions the problem is solved exactly in the span of the points
+(:func:`_solve_in_span`): O(n²d) instead of the O(d³) of a d×d generalised eigenproblem.
 """
 
 from __future__ import annotations
@@ -140,19 +143,28 @@ class LFDA(MetricLearner):
         _, codes = np.unique(y, return_inverse=True)
         if codes.max() < 1:
             raise ValueError("LFDA needs at least 2 classes in y")
-        S_lw, S_lb = local_scatters(X, codes.ravel(), self.k)
-        S_w, self.ridge_ = _regularised(S_lw, S_lb, self.ridge)
-        lam, Phi = scipy.linalg.eigh(S_lb, S_w)
-        lam, Phi = np.maximum(lam[::-1][:r], 0.0), Phi[:, ::-1][:, :r]
-        Phi = Phi / np.linalg.norm(Phi, axis=0)
+        codes = codes.ravel()
+        span = _span_basis(X) if len(X) <= d else None
+        if span is not None and (self.embedding == "weighted" or r <= span.shape[1]):
+            lam, Phi, S_lw, S_lb, self.ridge_ = _solve_in_span(X, codes, span, self.k,
+                                                               self.ridge, r)
+        else:
+            S_lw, S_lb = local_scatters(X, codes, self.k)
+            S_w, self.ridge_ = _regularised(S_lw, S_lb, self.ridge)
+            lam, Phi = scipy.linalg.eigh(S_lb, S_w)
+            lam, Phi = np.maximum(lam[::-1][:r], 0.0), Phi[:, ::-1][:, :r]
+            Phi = Phi / np.linalg.norm(Phi, axis=0)
+        q = Phi.shape[1]  # directions with a possibly non-zero weight; the rest weigh 0
         if self.embedding == "weighted":
-            T = Phi * np.sqrt(lam)
+            T = Phi * np.sqrt(lam[:q])
         elif self.embedding == "orthonormalized":
             T = np.linalg.qr(Phi)[0]
         else:
             T = Phi
-        self.components_ = np.ascontiguousarray(T.T)
         self.metric_ = T @ T.T
+        if q < r:  # the weighted embedding in the span: eigenvalue 0 beyond it
+            T = np.hstack([T, np.zeros((d, r - q))])
+        self.components_ = np.ascontiguousarray(T.T)
         self.eigenvalues_ = lam
         self.local_within_scatter_, self.local_between_scatter_ = S_lw, S_lb
         self.objective_ = float(lam.sum())
@@ -258,6 +270,43 @@ def _regularised(S_lw: np.ndarray, S_lb: np.ndarray, ridge: float) -> tuple[np.n
     if lam[0] > _SINGULAR_RCOND * max(lam[-1], 0.0):
         return S_lw, 0.0
     d = len(S_lw)
-    scale = max(np.trace(S_lw), np.trace(S_lb)) / d
-    delta = float(ridge * (scale if scale > 0 else 1.0))
+    delta = _relative_ridge(S_lw, S_lb, d, ridge)
     return S_lw + delta * np.eye(d), delta
+
+
+def _relative_ridge(S_lw: np.ndarray, S_lb: np.ndarray, d: int, ridge: float) -> float:
+    """δ = ``ridge · max(tr S^lw, tr S^lb) / d`` (``ridge`` if both traces are 0)."""
+    scale = max(np.trace(S_lw), np.trace(S_lb)) / d
+    return float(ridge * (scale if scale > 0 else 1.0))
+
+
+def _span_basis(X: np.ndarray) -> np.ndarray | None:
+    """An orthonormal basis (d×q) of the span of the differences ``x_i − x_j``: the right
+    singular vectors of the centred points over the singular values above numpy's rank
+    cut-off; None when every point is the same."""
+    _, s, Vt = scipy.linalg.svd(X - X.mean(axis=0), full_matrices=False, check_finite=False)
+    keep = s > s[0] * max(X.shape) * np.finfo(float).eps
+    return Vt[keep].T if keep.any() else None
+
+
+def _solve_in_span(X, codes, V, k, ridge, r):
+    """LFDA with fewer points than dimensions, solved exactly in the span of the points.
+
+    Both scatters are sums of ``(x_i − x_j)(x_i − x_j)ᵀ``, so their ranges lie in the span of
+    V, and ``S^lw + δI`` maps that span and its complement to themselves. A direction with
+    λ ≠ 0 therefore lies in the span, and its coordinates solve the q×q problem
+    ``(VᵀS^lbV) a = λ (VᵀS^lwV + δI) a``, built from the coordinates ``Z = (X − x̄)V`` (the
+    same differences and distances). The d×d problem's other eigenvalues are 0. Returns the
+    eigenvalues (r of them, zeros past q), the unit directions ``Va`` (at most q of them),
+    both scatters in the original coordinates and δ. S^lw is singular (rank ≤ n − classes < d), so
+    the ridge δ always applies. Costs O(n²d + nqd + q³) instead of O(d³)."""
+    d, q = V.shape
+    Z = (X - X.mean(axis=0)) @ V
+    S_lw_q, S_lb_q = local_scatters(Z, codes, k)
+    delta = _relative_ridge(S_lw_q, S_lb_q, d, ridge)  # the traces are those of the d×d scatters
+    lam, A = scipy.linalg.eigh(S_lb_q, S_lw_q + delta * np.eye(q))
+    m = min(r, q)
+    lam, A = np.maximum(lam[::-1][:m], 0.0), A[:, ::-1][:, :m]
+    Phi = V @ (A / np.linalg.norm(A, axis=0))
+    lam = np.concatenate([lam, np.zeros(r - m)])
+    return lam, Phi, V @ S_lw_q @ V.T, V @ S_lb_q @ V.T, delta
