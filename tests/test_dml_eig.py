@@ -225,3 +225,50 @@ def test_bad_parameters_are_refused():
     for params in ({"stopping": "bogus"}, {"scale": "x"}, {"mu": 0}, {"ridge_mode": "x"}):
         with pytest.raises(ValueError):
             DMLEig(**params).fit(X, constraints=c)
+
+
+def table1_literal(X, c, mu, tol, max_iter, ridge):
+    """Ying & Li's Table 1 written out densely, as an independent reference: X_S + δI = L Lᵀ
+    (δ absolute), the whitened X̃_τ = L⁻¹ X_τ L⁻ᵀ, S_1 = I/d; per t the gradient of f_μ (Eq.
+    (20)), its top eigenvector Z_t = v vᵀ, S_{t+1} = (1 − α_t) S_t + α_t Z_t with α_t = 2/(t+1),
+    and the break once |f_μ(S_{t+1}) − f_μ(S_t)| < tol. Returns S_t and S_{t+1} at the break,
+    mapped back to M = L⁻ᵀ S L⁻¹."""
+    Ds, Dd = diffs(X, c.similar), diffs(X, c.dissimilar)
+    d = X.shape[1]
+    L = np.linalg.cholesky(Ds.T @ Ds + ridge * np.eye(d))
+    Z = np.linalg.solve(L, Dd.T).T  # rows z̃_τ = L⁻¹(x_i − x_j)
+
+    def f_and_grad(S):
+        q = np.einsum("ij,jk,ik->i", Z, S, Z)
+        shifted = np.exp(-(q - q.min()) / mu)
+        w = shifted / shifted.sum()
+        f = q.min() - mu * np.log(shifted.sum())
+        return f, (Z * w[:, None]).T @ Z
+
+    S = np.eye(d) / d
+    for t in range(1, max_iter + 1):
+        f, G = f_and_grad(S)
+        v = np.linalg.eigh(G)[1][:, -1]
+        alpha = 2 / (t + 1)
+        S_next = (1 - alpha) * S + alpha * np.outer(v, v)
+        if abs(f_and_grad(S_next)[0] - f) < tol:
+            break
+        S = S_next
+    Linv = np.linalg.inv(L)
+    return Linv.T @ S @ Linv, Linv.T @ S_next @ Linv
+
+
+def test_table1s_output_is_the_iterate_before_the_last_step():
+    X, c = tiny_problem(3, d=4, n=24, n_similar=20, n_dissimilar=20)
+    params = dict(mu=1e-2, tol=1e-3, max_iter=500, ridge=1e-3)
+    previous, last = table1_literal(X, c, **params)
+    assert not np.allclose(previous, last, rtol=1e-3)  # the two outputs differ here
+    for output, reference in (("previous", previous), ("last", last)):
+        model = fit(X, c, stopping="objective", output=output, ridge_mode="absolute",
+                    **params)
+        assert model.converged_
+        np.testing.assert_allclose(model.metric_, reference, rtol=1e-8,
+                                   atol=1e-10 * np.abs(reference).max())
+        Dd = diffs(X, c.dissimilar)
+        assert model.objective_ == pytest.approx(
+            np.einsum("ij,jk,ik->i", Dd, reference, Dd).min(), rel=1e-8)

@@ -80,6 +80,11 @@ class DMLEig(MetricLearner):
         ``tol · |f_μ(S_t)|`` (relative, an upper bound on the sub-optimality of ``f_μ``).
         ``"objective"``: Table 1's literal rule ``|f_μ(S_{t+1}) − f_μ(S_t)| < tol`` (absolute), which
         can end after a handful of iterations with a rank-2..6 metric.
+    output : {"last", "previous"}, default="last"
+        Which iterate ``stopping="objective"`` returns once ``|f_μ(S_{t+1}) − f_μ(S_t)| < tol``:
+        ``"last"``, ``S_{t+1}`` (as other implementations do), or ``"previous"``, ``S_t``, Table
+        1's "Output: S_t". The duality-gap rule returns the iterate it certifies, whatever
+        ``output``.
     ridge : float, default=1e-2
         Ridge δ added to ``X_S`` before its Cholesky factorisation (remark after Theorem 1).
         Relative to ``tr(X_S)/d`` when ``ridge_mode="relative"``.
@@ -138,10 +143,11 @@ class DMLEig(MetricLearner):
     optimality_measure = "relative_duality_gap"
     preserves_float32 = True
     _parameter_constraints: dict = {**FRANK_WOLFE_CONSTRAINTS,
-                                    "tol": [Interval(Real, 0, None, closed="left"), None]}
+                                    "tol": [Interval(Real, 0, None, closed="left"), None],
+                                    "output": [StrOptions({"last", "previous"})]}
 
-    def __init__(self, mu=1e-4, tol=None, max_iter=10_000, stopping="gap", ridge=1e-2,
-                 ridge_mode="relative", scale="none", weight_threshold=1e-12,
+    def __init__(self, mu=1e-4, tol=None, max_iter=10_000, stopping="gap", output="last",
+                 ridge=1e-2, ridge_mode="relative", scale="none", weight_threshold=1e-12,
                  init="identity", verbose=0):
         store_params(self, locals())
 
@@ -178,8 +184,13 @@ class DMLEig(MetricLearner):
                 vertex, q, *settings, vecs, alphas, trace, self.verbose >= 2)
         if not converged:
             warn_not_converged(self, **frank_wolfe_warning(self, f_mu, gap, tol))
+        objective = q.min()
+        if converged and self.stopping == "objective" and self.output == "previous":
+            # S_t, one step before the returned S_{t+1}: the iterate of trace row t − 1
+            n_steps -= 1
+            f_mu, objective, gap = trace[n_steps, :3]
         self.components_, self.metric_ = iterate_metric(vecs[:n_steps], alphas[:n_steps], L)
-        self.objective_ = float(q.min() / c2)
+        self.objective_ = float(objective / c2)
         self.scale_ = float(c2)
         self.n_iter_ = n_traced
         self.converged_ = bool(converged)
