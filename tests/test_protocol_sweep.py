@@ -15,14 +15,21 @@ def sweep(benchmark_script):
 
 
 def test_variant_grid_and_restriction(sweep):
-    assert len(sweep.variants(DML_EIG)) == 2 * 2 * 2 * 2 * 2
+    # the grid, then Table 1 taken literally: 4 ridges × 2 outputs, of which 2 are in the grid
+    assert len(sweep.variants(DML_EIG)) == 2 * 2 * 2 * 2 * 2 + 4 * 2 - 2
     assert len(sweep.variants("ying2012_table4/lmnn_eig")) == 2 * 2 * 2 * 2  # config's norm only
     picked = sweep.variants(DML_EIG, {"ridge": 1e-6, "max_iter": 100, "scale": "none"})
     assert len(picked) == 4
     assert all(v["ridge"] == 1e-6 and v["max_iter"] == 100 for v in picked)
+    literal = sweep.variants(DML_EIG, {"stopping": "objective", "scale": "none",
+                                       "normalize": "config", "max_iter": 1000})
+    assert {(v["ridge"], v["ridge_mode"], v["output"]) for v in literal} == {
+        (r, m, o) for r, m in ((1e-2, "relative"), (1e-6, "relative"), (1e-8, "relative"),
+                               (1e-8, "absolute")) for o in ("last", "previous")}
     assert sweep.headline(DML_EIG) in sweep.variants(DML_EIG)
     assert sweep.headline(DML_EIG) == {"stopping": "gap", "scale": "none", "ridge": 1e-2,
-                                       "normalize": "config", "max_iter": 1000}
+                                       "normalize": "config", "max_iter": 1000,
+                                       "ridge_mode": "relative", "output": "last"}
     assert sweep.parse_scalar("1e-6") == 1e-6 and sweep.parse_scalar("100") == 100
     assert sweep.parse_scalar("none") == "none"
 
@@ -81,6 +88,21 @@ def test_a_rerun_replaces_only_its_own_rows(sweep, tmp_path):
     errors = merged.set_index(["dataset", "split", "max_iter"])["error"]
     assert errors[("wine", 1, 1000)] == 1.0 and errors[("wine", 0, 1000)] == 9.0
     assert errors[("wine", 1, 100)] == 9.0 and errors[("iris", 0, 1000)] == 2.0
+
+
+def test_rows_from_before_an_axis_get_the_headlines_value(sweep, tmp_path):
+    """A CSV written before ``output`` and ``ridge_mode`` were axes: its rows were fitted at the
+    headline's values, and a new literal-Table-1 row is kept beside them."""
+    head = sweep.headline(DML_EIG)
+    before = {k: v for k, v in head.items() if k not in ("output", "ridge_mode")}
+    path = tmp_path / "fits.csv"
+    pd.DataFrame([{"dataset": "wine", "split": 0, **before, "error": 9.0}]).to_csv(path, index=False)
+    literal = dict(head, stopping="objective", output="previous")
+    new = pd.DataFrame([{"dataset": "wine", "split": 0, **literal, "error": 3.0}])
+    merged = sweep.merge_fits(path, new, sweep.axes(DML_EIG), head)
+    assert len(merged) == 2
+    assert merged.set_index("output").loc["last", "ridge_mode"] == "relative"
+    assert merged.set_index("output").loc["previous", "error"] == 3.0
 
 
 def test_ranking_counts_cells_within_the_papers_std(sweep):

@@ -190,3 +190,46 @@ def test_bad_parameters_are_refused():
     for params in ({"projection": "bogus"}, {"step": 0}, {"max_iter": 0}, {"eps": 0}):
         with pytest.raises(ValueError):
             Xing(**params).fit(X, constraints=c)
+
+
+def cvxpy_diagonal_optimum(X, c):
+    """Eq. (1) over diagonal metrics, generic conic program: max Σ sqrt(D2_τ·a), s·a ≤ 1, a ≥ 0
+    (D2_τ the squared coordinate differences of a dissimilar pair, s their sum over S)."""
+    a = cp.Variable(X.shape[1], nonneg=True)
+    D2, s = diffs(X, c.dissimilar) ** 2, (diffs(X, c.similar) ** 2).sum(axis=0)
+    problem = cp.Problem(cp.Maximize(cp.sum(cp.sqrt(D2 @ a))), [s @ a <= 1])
+    problem.solve(solver="CLARABEL")
+    return float(problem.value), a.value
+
+
+@pytest.mark.parametrize("seed,d", [(0, 4), (2, 6), (5, 9)])
+def test_diagonal_reaches_the_cvxpy_optimum_of_diagonal_eq1(seed, d):
+    """Xing et al.'s diagonal algorithm against cvxpy on Eq. (1) restricted to diagonal M: the
+    returned metric is diagonal, feasible, within its certified gap of the optimum, and that gap
+    is within tol."""
+    X, c = tiny_problem(seed, d=d, n=15, n_similar=12, n_dissimilar=20)
+    X[:, 0] *= 5  # unequal scales, so the optimum is not near the identity
+    opt, a_opt = cvxpy_diagonal_optimum(X, c)
+    tol = 1e-6  # a relative Frank-Wolfe gap; below ~1e-8 g no longer decreases in float64
+    model = fit(X, c, diagonal=True, tol=tol, max_iter=200)
+    assert model.converged_
+    M = model.metric_
+    np.testing.assert_array_equal(M, np.diag(np.diag(M)))
+    assert np.diag(M).min() >= 0
+    Ds = diffs(X, c.similar)
+    assert np.trace(Ds.T @ Ds @ M) == pytest.approx(1.0, rel=1e-12)
+    achieved = eq1_objective(X, c.dissimilar, M)
+    assert achieved == pytest.approx(model.objective_, rel=1e-12)
+    assert achieved <= opt * (1 + 1e-7)  # a feasible point cannot beat the optimum
+    assert opt - achieved <= model.optimality_ * achieved + 1e-7 * opt  # the gap certifies
+    assert model.optimality_ <= tol
+    np.testing.assert_allclose(np.diag(M), a_opt, atol=1e-4 * np.abs(a_opt).max())
+    np.testing.assert_allclose(model.components_.T @ model.components_, M, rtol=1e-12)
+
+
+def test_diagonal_refuses_an_unbounded_problem():
+    X, c = tiny_problem(1, d=4, n=12, n_similar=8, n_dissimilar=10)
+    X[np.unique(c.similar), 2] = 0.0  # constant over the similar pairs' points only
+    X[:, 2][np.setdiff1d(np.arange(12), np.unique(c.similar))] = 1.0
+    with pytest.raises(ValueError, match="unbounded"):
+        Xing(diagonal=True).fit(X, constraints=c)

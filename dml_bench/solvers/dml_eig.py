@@ -142,6 +142,8 @@ class DMLEig(MetricLearner):
     constraint_kind = "pairs"
     optimality_measure = "relative_duality_gap"
     preserves_float32 = True
+    #: the iterate returned before ``output`` existed: left out of a result's identity
+    neutral_params = {**MetricLearner.neutral_params, "output": "last"}
     _parameter_constraints: dict = {**FRANK_WOLFE_CONSTRAINTS,
                                     "tol": [Interval(Real, 0, None, closed="left"), None],
                                     "output": [StrOptions({"last", "previous"})]}
