@@ -81,8 +81,13 @@ def test_frobenius_step_is_the_trace_norm_prox(seed):
     assert new_lam.min() >= 0 and np.sum(new_lam == 0) >= 1  # PSD, spectrum shrunk to zero
 
 
-def dense_mdml(U, y, loss, divergence, eta, rho, n_epochs):
-    """Algorithm 1 with dense matrices: eigh / scipy expm / logm each step, Table 1 by hand."""
+def dense_mdml(U, y, loss, divergence, eta, rho, n_epochs, hard=False):
+    """Algorithm 1 with dense matrices: eigh / scipy expm / logm each step, Table 1 by hand.
+    ``hard``: the eigenvalues below ρ are zeroed and the others kept (the authors' code)."""
+
+    def shrink(lam, eta_t):
+        return np.where(lam < rho, 0.0, lam) if hard else np.maximum(lam - eta_t * rho, 0)
+
     d = U.shape[1]
     M, mu, t = np.eye(d), 1.0, 0
     for _ in range(n_epochs):
@@ -96,11 +101,11 @@ def dense_mdml(U, y, loss, divergence, eta, rho, n_epochs):
             G = g * yt * np.outer(u, u)
             if divergence == "frobenius":
                 lam, V = np.linalg.eigh(M - eta_t * G)
-                M = (V * np.maximum(lam - eta_t * rho, 0)) @ V.T
+                M = (V * shrink(lam, eta_t)) @ V.T
                 mu = max(mu + eta_t * g * yt, 1.0)
             else:
                 lam, V = np.linalg.eigh(np.real(scipy.linalg.logm(M)) - eta_t * G)
-                M = scipy.linalg.expm((V * np.maximum(lam - eta_t * rho, 0)) @ V.T)
+                M = scipy.linalg.expm((V * shrink(lam, eta_t)) @ V.T)
                 mu = max(mu * np.exp(eta_t * g * yt), 1.0)
             M = (M + M.T) / 2
     return M, mu
@@ -120,6 +125,24 @@ def test_algorithm1_matches_a_dense_reference(loss, divergence):
     np.testing.assert_allclose(model.metric_, M_ref, atol=tol * np.abs(M_ref).max())
     assert model.threshold_ == pytest.approx(mu_ref, rel=tol)
     assert model.n_iter_ == 3 * len(U)
+
+
+@pytest.mark.parametrize("loss,divergence", [("hinge", "frobenius"), ("logistic", "von_neumann")])
+def test_hard_shrinkage_matches_the_dense_reference(loss, divergence):
+    """``shrinkage="hard"`` (eigenvalues below ρ set to 0, the others kept) against the dense
+    loop; ρ large enough that some eigenvalues are zeroed."""
+    X, c = random_pair_problem(3, d=4, n=10, n_similar=6, n_dissimilar=8, scale=0.5)
+    U, y = labelled(X, c)
+    eta, rho = (0.3, 0.6) if divergence == "frobenius" else (0.2, 0.05)
+    model = MDML(loss=loss, divergence=divergence, eta=eta, rho=rho, n_epochs=2,
+                 shuffle=False, shrinkage="hard").fit(X, constraints=c)
+    M_ref, mu_ref = dense_mdml(U, y, loss, divergence, eta, rho, 2, hard=True)
+    tol = 1e-9 if loss == "hinge" else 1e-6  # the reference differentiates the loss numerically
+    np.testing.assert_allclose(model.metric_, M_ref, atol=tol * np.abs(M_ref).max())
+    assert model.threshold_ == pytest.approx(mu_ref, rel=tol)
+    soft = MDML(loss=loss, divergence=divergence, eta=eta, rho=rho, n_epochs=2,
+                shuffle=False).fit(X, constraints=c)
+    assert not np.allclose(soft.metric_, model.metric_)  # the two rules differ here
 
 
 def test_converges_to_the_cvxpy_optimum_of_eq4():

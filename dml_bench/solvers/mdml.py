@@ -91,20 +91,23 @@ def _slope(m, code):
 
 
 @njit(cache=True, nogil=True)
-def comid_step(eigvals, eigvecs, coef, z, threshold):
+def comid_step(eigvals, eigvecs, coef, z, threshold, hard=False):
     """Steps (9)–(12) in eigen coordinates: eigendecomposition of ``∇ψ(M_{t+1})``.
 
     ``∇ψ(M_{t+½}) = V diag(λ) Vᵀ − coef · u uᵀ`` (rank-one update, §4) with ``z = Vᵀu``, then the
-    eigenvalues are shrunk, ``(λ − threshold)_+`` (Proposition 1; ``threshold = η_t ρ``).
+    eigenvalues are shrunk, ``(λ − threshold)_+`` (Proposition 1; ``threshold = η_t ρ``), or with
+    ``hard`` those below ``threshold`` are set to 0 and the others kept.
     Returns (λ', V').
     """
     if coef != 0.0:
         eigvals, eigvecs = _rank_one_update(eigvals, eigvecs, -coef, z)
+    if hard:
+        return np.where(eigvals < threshold, 0.0, eigvals), eigvecs
     return np.maximum(eigvals - threshold, 0.0), eigvecs
 
 
 @njit(cache=True, nogil=True)
-def _comid_pass(U, labels, order, t, lam, V, mu, eta, rho, loss_code, von_neumann):
+def _comid_pass(U, labels, order, t, lam, V, mu, eta, rho, loss_code, von_neumann, hard):
     """Algorithm 1 over the pairs ``order`` (rows of ``U``), from update count ``t``.
 
     Per pair: the margin (3) from ``z = Vᵀu``, the slope of Table 1, steps (9)–(12) with
@@ -120,7 +123,8 @@ def _comid_pass(U, labels, order, t, lam, V, mu, eta, rho, loss_code, von_neuman
         alpha = labels[p] * _slope(m, loss_code)  # ∇_M ℓ_t = α u uᵀ, ∇_µ ℓ_t = −α (Table 1)
         if not np.isfinite(alpha):
             return lam, V, mu, t, m
-        lam, V = comid_step(lam, V, eta_t * alpha, z, eta_t * rho)  # (9)–(12)
+        # (9)–(12); the authors' code instead zeroes the eigenvalues below ρ
+        lam, V = comid_step(lam, V, eta_t * alpha, z, rho if hard else eta_t * rho, hard)
         mu = max(mu * np.exp(eta_t * alpha) if von_neumann else mu + eta_t * alpha, 1.0)  # (13)
     return lam, V, mu, t, np.nan
 
@@ -158,6 +162,11 @@ class MDML(MetricLearner):
     log_every : int or None, default=2000
         Record ``trace_`` every ``log_every`` updates (and after the last); ``None``: once per pass.
         Each record costs one T × d × d GEMM over all pairs.
+    shrinkage : {"soft", "hard"}, default="soft"
+        ``"soft"``: Proposition 1's ``(λ − η_t ρ)_+`` on the eigenvalues of ``∇ψ(M_{t+½})``, the
+        paper's step. ``"hard"``: the eigenvalues below ρ are set to 0 and the others kept, as
+        the authors' published MATLAB code does (a protocol variant; not the prox of the trace
+        norm).
     verbose : int, default=0
         0: silent; 1: one line at the end of the fit (updates, objective, seconds); 2 and more:
         also one line per trace record.
@@ -221,11 +230,14 @@ class MDML(MetricLearner):
         "shuffle": ["boolean"],
         "random_state": ["random_state"],
         "log_every": [Interval(Integral, 1, None, closed="left"), None],
+        "shrinkage": [StrOptions({"soft", "hard"})],
         "verbose": VERBOSE,
     }
+    #: the paper's shrinkage is the fit from before ``shrinkage`` existed
+    neutral_params = {**MetricLearner.neutral_params, "shrinkage": "soft"}
 
     def __init__(self, loss="hinge", divergence="frobenius", eta=None, rho=1e-3, n_epochs=1,
-                 shuffle=True, random_state=0, log_every=2000, verbose=0):
+                 shuffle=True, random_state=0, log_every=2000, shrinkage="soft", verbose=0):
         store_params(self, locals())
 
     def _fit(self, X, y, constraints):
@@ -256,7 +268,7 @@ class MDML(MetricLearner):
             # the compiled pass runs between two trace records (log_every pairs at a time)
             for chunk in np.split(order, np.arange(log_every - t % log_every, n_pairs, log_every)):
                 lam, V, mu, t, m = _comid_pass(U, labels, chunk, t, lam, V, mu, eta, self.rho,
-                                               code, vn)
+                                               code, vn, self.shrinkage == "hard")
                 if np.isfinite(m):
                     raise FloatingPointError(
                         f"MDML: the {self.loss} loss gradient overflowed at update {t} "
