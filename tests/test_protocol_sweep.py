@@ -6,6 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from dml_bench.solvers import ITML as SOLVERS_ITML
+
 DML_EIG, SDP = "ying2012_table4/dml_eig", "shen2010_table2/sdpmetric_squared_hinge"
 
 
@@ -42,6 +44,23 @@ def test_every_sweep_names_its_configs_label(sweep):
         assert entry["label"] in {s.label for s in exp.solvers}, name
         assert set(entry["skip"]) <= {d.label for d in exp.datasets}, name
         assert sweep.headline(name) in sweep.variants(name), name
+
+
+def test_a_preset_axis_builds_the_parameters_it_names(sweep):
+    """ITML's cap axis: the headline is the runner's ITML (its rule, 1000 sweeps), the variant
+    the authors' cap of 10⁵ projections without a sweep cap."""
+    from dml_bench.experiment.config import load_config
+    from dml_bench.experiment.knn import all_tasks
+
+    name = "ying2012_table4/itml"
+    entry = sweep.SWEEPS[name]
+    task = next(t for t in all_tasks(load_config(entry["config"])) if t.solver.label == "itml")
+    head, authors = sweep.variants(name)
+    model = sweep.build_solver(task, {"gamma": 0.1}, head, entry["presets"])
+    assert (model.max_iter, model.max_proj, model.gamma) == (1000, None, 0.1)
+    assert model.get_params() == SOLVERS_ITML(gamma=0.1).get_params()  # the runner's defaults
+    model = sweep.build_solver(task, {"gamma": 0.1}, authors, entry["presets"])
+    assert (model.max_iter, model.max_proj) == (None, 100000)
 
 
 def test_the_sdpmetric_sweep_builds_its_solver_as_the_runner(sweep):

@@ -432,7 +432,8 @@ def test_a_malformed_diagnosis_names_its_key(tiny_target, entry, key, problem):
 def test_the_committed_targets_declare_their_sweeps_and_each_file_exists():
     """Every declared sweep's files exist under results/ with the declared columns."""
     declared = {t.id: t.diagnoses for t in load_targets().values() if t.diagnoses}
-    assert sorted(declared) == ["shen2010-table2", "shen2014-table1", "ying2012-table4"]
+    assert sorted(declared) == ["kunapuli2012-table3", "shen2010-table2", "shen2014-table1",
+                                "ying2012-table4"]
     for diagnoses in declared.values():
         for d in diagnoses:
             cells = pd.read_csv(REPO / "results" / d.folder / d.cells, nrows=1)
@@ -440,6 +441,51 @@ def test_the_committed_targets_declare_their_sweeps_and_each_file_exists():
             assert {"dataset", "solver", d.value} <= set(cells.columns)
             assert list(variants.columns) == [*d.axes, "cells", "matched", "mean_abs_gap",
                                               "headline"]
+
+
+def test_a_declared_referee_shows_its_numbers_beside_ours(tiny_target):
+    """A referee's summary (another implementation on our splits) is shown as a table under the
+    comparison, a flagged cell marked as disagreeing; an undeclared one is not read."""
+    results = tiny_target / "results"
+    reproduce("tiny-table", results_root=results, echo=lambda m: None)
+    folder = results / "referee"
+    folder.mkdir()
+    pd.DataFrame({"dataset": ["wine", "iris"], "solver": ["dml_eig"] * 2, "ours": [1.0, 3.0],
+                  "referee": [1.25, 6.5], "referee_minus_ours": [0.25, 3.5], "p": [0.4, 0.001],
+                  "flagged": [False, True], "n": [3, 3]}).to_csv(folder / "summary.csv",
+                                                                  index=False)
+    (entry,) = collect(results)
+    assert "*Referee*" not in render_markdown([entry], results)
+    path = tiny_target / "targets.yaml"
+    spec = yaml.safe_load(path.read_text())
+    spec["targets"]["tiny-table"]["referees"] = [
+        {"name": "another DML-eig", "folder": "referee", "summary": "summary.csv"}]
+    path.write_text(yaml.safe_dump(spec))
+    (entry,) = collect(results)
+    markdown = render_markdown([entry], results)
+    assert (f"*Referee* (another DML-eig, on our splits; `{(folder / 'summary.csv').as_posix()}`)"
+            ": 1 of 2 cells disagree with ours by more than the split noise") in markdown
+    assert "| wine | dml_eig | 1.00 | 1.25 | +0.25 | 0.4 | 3 |" in markdown
+    assert "| iris | dml_eig | 3.00 | 6.50 | +3.50 | **disagrees**, 0.001 | 3 |" in markdown
+
+
+def test_a_malformed_referee_names_its_key(tiny_target):
+    path = tiny_target / "targets.yaml"
+    spec = yaml.safe_load(path.read_text())
+    spec["targets"]["tiny-table"]["referees"] = [{"name": "x", "folder": "f", "summary": "s.txt"}]
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(ConfigError) as err:
+        load_targets(path)
+    assert str(err.value) == (f"{path}: targets.tiny-table.referees[0]: folder must be relative "
+                              "to the results root and summary the name of a CSV file in it")
+
+
+def test_the_committed_referees_exist():
+    for target in load_targets().values():
+        for referee in target.referees:
+            summary = pd.read_csv(REPO / "results" / referee.folder / referee.summary)
+            assert {"dataset", "solver", "ours", "referee", "p", "flagged", "n"} <= set(
+                summary.columns)
 
 
 def test_a_damaged_or_linked_run_record_is_written_afresh(tmp_path, capsys):

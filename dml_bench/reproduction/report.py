@@ -84,6 +84,7 @@ def _fill(entry: dict, results_root: Path, results_dir: Path, targets) -> None:
     entry["comparisons"] = _with_precise(entry["comparisons"], target, targets, results_dir,
                                          config)
     entry["sweeps"] = sweep_rankings(results_root, target.diagnoses)
+    entry["referees"] = referee_tables(results_root, target.referees)
     entry["figures"] = [results_dir / "figures" / f"{name}.png" for name in target.figures
                         if (results_dir / "figures" / f"{name}.png").is_file()]
     record_file = results_dir / RUN_RECORD
@@ -148,6 +149,40 @@ def sweep_rankings(results_root: Path, diagnoses) -> list[tuple[str, pd.DataFram
         if ranking is not None:
             rankings.append((path.as_posix(), ranking, diagnosis.axes))
     return rankings
+
+
+def referee_tables(results_root: Path, referees) -> list[tuple[str, str, pd.DataFrame]]:
+    """``(name, path, summary)`` of each declared referee whose summary CSV is committed."""
+    tables = []
+    for referee in referees:
+        path, summary = _declared_csv(results_root, referee.folder, referee.summary, [
+            "dataset", "solver", "ours", "referee", "p", "flagged", "n"])
+        if summary is not None:
+            tables.append((referee.name, path.as_posix(), summary))
+    return tables
+
+
+def _referee_lines(entry: dict) -> list[str]:
+    """Per referee: our mean and its mean per cell, the paired test, and a flag where the two
+    disagree by more than the split noise."""
+    lines = []
+    for name, path, summary in entry.get("referees") or ():
+        flagged = int(summary["flagged"].astype(bool).sum())
+        lines += ["", f"*Referee* ({name}, on our splits; `{path}`): {flagged} of {len(summary)} "
+                      "cells disagree with ours by more than the split noise (paired t-test over "
+                      "the splits, p < 0.05).", "",
+                  "| data set | method | ours | referee | referee − ours | paired p | splits |",
+                  "|---|---|---|---|---|---|---|"]
+        for _, r in summary.iterrows():
+            verdict = "**disagrees**, " if bool(r["flagged"]) else ""
+            lines.append(f"| {r['dataset']} | {r['solver']} | {r['ours']:.2f} | "
+                         f"{r['referee']:.2f} | {r['referee'] - r['ours']:+.2f} | "
+                         f"{verdict}{_p(r['p'])} | {int(r['n'])} |")
+    return lines
+
+
+def _p(p) -> str:
+    return "–" if pd.isna(p) else f"{p:.2g}"
 
 
 def _with_sweep_range(comparison: pd.DataFrame, results_root: Path, diagnoses,
@@ -444,6 +479,7 @@ def _target_markdown(entry: dict, results_root: Path) -> list[str]:
                   "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(str(c).replace("|", "/") for c in row) + " |" for row in body]
     lines += _sweep_lines(entry)
+    lines += _referee_lines(entry)
     lines += _protocol_lines(entry.get("protocol") or ())
     for fig in entry["figures"]:
         lines += ["", f"![{fig.stem}]({fig.relative_to(results_root).as_posix()})"]

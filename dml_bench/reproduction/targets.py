@@ -62,6 +62,22 @@ _DIAGNOSIS_KEYS = ("folder", "cells", "variants", "axes", "value")
 
 
 @dataclass(frozen=True)
+class Referee:
+    """Another implementation of the same methods run on our splits (``referees:`` in
+    ``targets.yaml``): ``summary``, a CSV in ``folder`` (relative to the results root) with one
+    row per ``dataset`` and ``solver`` label: ``ours``, ``referee`` (their means), ``p`` (a paired
+    test over the splits) and ``flagged`` (they disagree by more than the split noise); ``name``
+    says which implementation it is."""
+
+    name: str
+    folder: str
+    summary: str
+
+
+_REFEREE_KEYS = ("name", "folder", "summary")
+
+
+@dataclass(frozen=True)
 class Target:
     """One table or figure of a paper and how it is reproduced (see ``targets.yaml``)."""
 
@@ -82,6 +98,7 @@ class Target:
     params: dict = field(default_factory=dict)
     precise: dict = field(default_factory=dict)
     diagnoses: tuple[Diagnosis, ...] = ()
+    referees: tuple[Referee, ...] = ()
 
 
 def load_targets(path: Path = TARGETS_FILE) -> Registry:
@@ -95,6 +112,7 @@ def load_targets(path: Path = TARGETS_FILE) -> Registry:
         if spec.get("unsupported"):
             spec["unsupported"] = " ".join(spec["unsupported"].split())
         spec["diagnoses"] = _diagnoses(spec.get("diagnoses"), str(path), f"targets.{tid}")
+        spec["referees"] = _referees(spec.get("referees"), str(path), f"targets.{tid}")
         registry.register(tid, Target(id=tid, **spec))
     return registry
 
@@ -393,3 +411,26 @@ def _update_record(path: Path, target_id: str, record: dict, resumed: bool) -> N
                             else list(dict.fromkeys(before + record[part])))
     records[target_id] = record
     write_text(path, json.dumps(records, indent=2) + "\n")  # never through a symlink
+
+
+def _referees(entries, source: str, where: str) -> tuple[Referee, ...]:
+    """A target's ``referees:`` list as :class:`Referee` entries (each a mapping of
+    ``name``, ``folder`` and ``summary``)."""
+    if entries is None:
+        return ()
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ConfigError(source, f"{where}.referees", "must be a list of mappings")
+    referees = []
+    for i, entry in enumerate(entries):
+        key = f"{where}.referees[{i}]"
+        for unknown in set(entry) - set(_REFEREE_KEYS):
+            raise ConfigError(source, f"{key}.{unknown}",
+                              f"unknown key; valid keys: {', '.join(_REFEREE_KEYS)}")
+        for name in _REFEREE_KEYS:
+            if not isinstance(entry.get(name), str) or not entry[name]:
+                raise ConfigError(source, f"{key}.{name}", "must be a non-empty string")
+        if Path(entry["folder"]).is_absolute() or not entry["summary"].endswith(".csv"):
+            raise ConfigError(source, key, "folder must be relative to the results root and "
+                              "summary the name of a CSV file in it")
+        referees.append(Referee(entry["name"], entry["folder"], entry["summary"]))
+    return tuple(referees)
