@@ -100,8 +100,15 @@ def test_identifying_params_leave_verbose_out(name):
     model = SOLVERS[name](verbose=2)
     kept = identifying_params(model)
     assert "verbose" not in kept
-    assert kept == {k: v for k, v in model.get_params().items() if k != "verbose"} or name in (
-        "lmnn", "itml", "scml_local")  # their own neutral options at their default are left out too
+    # besides verbose, only a learner's own declared neutral options, at their default, are left out
+    declared = set()
+    for klass in type(model).__mro__:
+        declared |= set(vars(klass).get("neutral_params", {}))
+    defaults = {p.name: p.default for p in inspect.signature(type(model)).parameters.values()}
+    left_out = set(model.get_params()) - set(kept) - {"verbose"}
+    assert left_out <= declared
+    assert all(model.get_params()[k] is defaults[k] or model.get_params()[k] == defaults[k]
+               for k in left_out)
 
 
 def test_a_subclass_with_its_own_neutral_params_keeps_verbose_neutral():

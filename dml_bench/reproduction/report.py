@@ -18,12 +18,13 @@ import pandas as pd
 
 from .. import __version__
 from ..common.safe_write import write_text
-from ..errors import warn
 from ..experiment.schema import ConfigError
 from ..papers import load_paper_table, non_result_items, paper_citation
 from ..report.html import relative_paths, render_html
 from ..report.knn import PRECISE_LEVEL, add_precise_columns, precise_of, read_runs, summarize
 from ..report.tables import ReportError, compare_with_paper, read_config
+from .beside import (referee_lines, referee_tables, sweep_cell, sweep_lines, sweep_rankings,
+                     with_sweep_range)
 from .claims import check_claims, claims_markdown
 from .studies.embedding_quality import CRITERIA
 from .targets import RUN_RECORD, availability, config_target, load_targets, target_experiment
@@ -78,7 +79,7 @@ def _fill(entry: dict, results_root: Path, results_dir: Path, targets) -> None:
         comparison = compare_with_paper(summary, load_paper_table(key), config)
         comparison["note"] = [_note(row, notes) for _, row in comparison.iterrows()]
         if comparison["quantity"].eq("error").all():
-            comparison = _with_sweep_range(comparison, results_root, target.diagnoses,
+            comparison = with_sweep_range(comparison, results_root, target.diagnoses,
                                            config)
         entry["comparisons"].append((key, comparison))
     entry["comparisons"] = _with_precise(entry["comparisons"], target, targets, results_dir,
@@ -96,103 +97,6 @@ def _fill(entry: dict, results_root: Path, results_dir: Path, targets) -> None:
     entry["results_dir"] = results_dir
     entry["n_runs"] = len(runs)
     entry["task_ids"] = set(runs["task_id"])
-
-
-def _declared_csv(results_root: Path, folder: str, name: str,
-                  columns) -> tuple[Path, pd.DataFrame | None]:
-    """The CSV ``results_root/folder/name`` that a target declares; None when that results root
-    does not hold it (a sweep is committed work, not part of a run), or, with a warning, when it
-    lacks one of ``columns``."""
-    path = results_root / folder / name
-    if not path.is_file():
-        return path, None
-    table = pd.read_csv(path)
-    missing = [c for c in columns if c not in table.columns]
-    if missing:
-        warn(f"{path}: no column {', '.join(missing)} (declared under `diagnoses:` in "
-             "targets.yaml); not shown")
-        return path, None
-    return path, table
-
-
-def sweep_ranges(results_root: Path, diagnoses) -> pd.DataFrame:
-    """Range of each swept cell over the protocol sweeps a target declares.
-
-    Each :class:`~dml_bench.reproduction.targets.Diagnosis` names its folder under
-    ``results_root`` and its ``cells`` CSV there (one row per ``dataset`` label, ``solver`` label
-    and protocol variant, the cell's mean in its ``value`` column). Returns per (``dataset``,
-    ``solver``) the lowest and highest mean over the variants, their number and the file.
-    """
-    frames = []
-    for diagnosis in diagnoses:
-        path, cells = _declared_csv(results_root, diagnosis.folder, diagnosis.cells,
-                                    ["dataset", "solver", diagnosis.value])
-        if cells is not None:
-            frames.append(cells[["dataset", "solver", diagnosis.value]]
-                          .rename(columns={diagnosis.value: "value"}).assign(file=path.as_posix()))
-    if not frames:
-        return pd.DataFrame(columns=["dataset", "solver", "sweep_low", "sweep_high",
-                                     "sweep_variants", "sweep_file"])
-    sweep = pd.concat(frames)
-    return (sweep.groupby(["dataset", "solver"], sort=False)
-            .agg(sweep_low=("value", "min"), sweep_high=("value", "max"),
-                 sweep_variants=("value", "size"), sweep_file=("file", "first")).reset_index())
-
-
-def sweep_rankings(results_root: Path, diagnoses) -> list[tuple[str, pd.DataFrame, tuple]]:
-    """The ``variants`` CSV of each declared sweep (protocol variants ranked by cells matched):
-    its path, its table and its ``axes``."""
-    rankings = []
-    for diagnosis in diagnoses:
-        path, ranking = _declared_csv(results_root, diagnosis.folder, diagnosis.variants, [
-            *diagnosis.axes, "cells", "matched", "mean_abs_gap", "headline"])
-        if ranking is not None:
-            rankings.append((path.as_posix(), ranking, diagnosis.axes))
-    return rankings
-
-
-def referee_tables(results_root: Path, referees) -> list[tuple[str, str, pd.DataFrame]]:
-    """``(name, path, summary)`` of each declared referee whose summary CSV is committed."""
-    tables = []
-    for referee in referees:
-        path, summary = _declared_csv(results_root, referee.folder, referee.summary, [
-            "dataset", "solver", "ours", "referee", "p", "flagged", "n"])
-        if summary is not None:
-            tables.append((referee.name, path.as_posix(), summary))
-    return tables
-
-
-def _referee_lines(entry: dict) -> list[str]:
-    """Per referee: our mean and its mean per cell, the paired test, and a flag where the two
-    disagree by more than the split noise."""
-    lines = []
-    for name, path, summary in entry.get("referees") or ():
-        flagged = int(summary["flagged"].astype(bool).sum())
-        lines += ["", f"*Referee* ({name}, on our splits; `{path}`): {flagged} of {len(summary)} "
-                      "cells disagree with ours by more than the split noise (paired t-test over "
-                      "the splits, p < 0.05).", "",
-                  "| data set | method | ours | referee | referee − ours | paired p | splits |",
-                  "|---|---|---|---|---|---|---|"]
-        for _, r in summary.iterrows():
-            verdict = "**disagrees**, " if bool(r["flagged"]) else ""
-            lines.append(f"| {r['dataset']} | {r['solver']} | {r['ours']:.2f} | "
-                         f"{r['referee']:.2f} | {r['referee'] - r['ours']:+.2f} | "
-                         f"{verdict}{_p(r['p'])} | {int(r['n'])} |")
-    return lines
-
-
-def _p(p) -> str:
-    return "–" if pd.isna(p) else f"{p:.2g}"
-
-
-def _with_sweep_range(comparison: pd.DataFrame, results_root: Path, diagnoses,
-                      config: dict) -> pd.DataFrame:
-    """``comparison`` with the sweep range of each cell that a declared sweep covers."""
-    ranges = sweep_ranges(results_root, diagnoses)
-    names = {d.get("label") or d["name"]: d["name"] for d in config.get("datasets") or []}
-    ranges["dataset"] = [names.get(label, label) for label in ranges["dataset"]]
-    ranges = ranges.rename(columns={"solver": "label"})
-    return comparison.merge(ranges, on=["dataset", "label"], how="left")
 
 
 def tasks_not_run(exp, done: set[str]) -> tuple[dict[str, int], list[str]]:
@@ -309,7 +213,7 @@ def _comparison_rows(comp: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     body = []
     for _, r in comp.iterrows():
         welch = [_significance(r)] if has_match_rule else []
-        sweep = [_sweep_cell(r)] if swept else []
+        sweep = [sweep_cell(r)] if swept else []
         if r["status"] == "not run":
             body.append([r["dataset"], r["solver"], _fmt(r["paper_mean"], r["paper_std"], digits),
                          "not run", *sweep, "", "", *([""] if has_match_rule else []),
@@ -323,32 +227,6 @@ def _comparison_rows(comp: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
                      *welch,
                      "" if r["status"] == "match" else (r["note"] or "")])
     return header, body
-
-
-def _sweep_cell(r: pd.Series) -> str:
-    """``low–high`` of the cell over the sweep, bold when the paper's number lies inside."""
-    low, high = r.get("sweep_low"), r.get("sweep_high")
-    if low is None or pd.isna(low):
-        return ""
-    text = f"{low:.2f}–{high:.2f}"
-    return f"**{text}**" if low <= r["paper_mean"] <= high else text
-
-
-def _sweep_lines(entry: dict) -> list[str]:
-    """Per declared sweep: how many cells the headline and the best single variant match."""
-    lines = []
-    for path, ranking, axes in entry.get("sweeps") or ():
-        best, head = ranking.iloc[0], ranking[ranking["headline"]]
-        headline = (f"the headline protocol matches {int(head.iloc[0]['matched'])} of "
-                    f"{int(head.iloc[0]['cells'])}; " if not head.empty else "")
-        lines += ["", f"*Sensitivity sweep* (`{path}`, {len(ranking)} protocol variants over "
-                      f"{', '.join(axes)}; the column *sweep range* is each cell's lowest–highest "
-                      f"mean over them, bold where the paper's number lies inside): {headline}"
-                      f"the single variant matching most swept cells is "
-                      f"{', '.join(f'{a} {best[a]}' for a in axes)}: "
-                      f"{int(best['matched'])} of {int(best['cells'])} (mean |ours − paper| "
-                      f"{best['mean_abs_gap']:.2f})."]
-    return lines
 
 
 def _significance_counts(entries: list[dict]) -> str:
@@ -478,8 +356,8 @@ def _target_markdown(entry: dict, results_root: Path) -> list[str]:
                   f"{f', {len(comp) - len(ran)} not run' if len(comp) > len(ran) else ''}.", "",
                   "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(str(c).replace("|", "/") for c in row) + " |" for row in body]
-    lines += _sweep_lines(entry)
-    lines += _referee_lines(entry)
+    lines += sweep_lines(entry)
+    lines += referee_lines(entry)
     lines += _protocol_lines(entry.get("protocol") or ())
     for fig in entry["figures"]:
         lines += ["", f"![{fig.stem}]({fig.relative_to(results_root).as_posix()})"]

@@ -249,7 +249,6 @@ class Xing(MetricLearner):
         if np.any(D2[:, ~free_s] > 0):  # a feature constant over S but not over D
             raise ValueError("Eq. (1) is unbounded: a feature is constant over the similar "
                              "pairs but varies over the dissimilar ones")
-        d = X.shape[1]
 
         def g_parts(a):
             dist = np.sqrt(np.maximum(D2 @ a, 0.0))
@@ -275,25 +274,8 @@ class Xing(MetricLearner):
             if gap <= self.tol * G:
                 converged = True
                 break
-            w = np.divide(1.0, dist, out=np.zeros_like(dist), where=dist > 0)
-            grad_h = 0.5 * (w @ D2)
-            grad = s - grad_h / h
-            # Hessian of −log h: (∇h∇hᵀ)/h² − ∇²h/h, with ∇²h = −¼ Σ_τ D2_τ D2_τᵀ / d_τ³
-            hess = np.outer(grad_h, grad_h) / h**2 + (D2.T * (w**3 / (4 * h))) @ D2
-            free = free_s & ((a > 0) | (grad < 0))
-            direction = np.zeros(d)
-            H = hess[np.ix_(free, free)]
-            H[np.diag_indices_from(H)] += 1e-12 * max(np.trace(H), 1e-300)
-            direction[free] = -np.linalg.solve(H, grad[free])
-            length = 1.0
-            while True:
-                trial = np.maximum(a + length * direction, 0.0)
-                trial_value, trial_dist, trial_h = g_parts(trial)
-                if trial_h > 0 and trial_value < value:
-                    break
-                length /= 2
-                if length < 1e-12:
-                    break
+            trial, (trial_value, trial_dist, trial_h), length = _projected_newton_step(
+                a, dist, h, value, s, D2, free_s, g_parts)
             delta = float(np.linalg.norm(trial - a) / np.linalg.norm(a))
             if trial_value >= value:  # no decrease left at machine precision
                 converged = bool(gap <= self.tol * G)
@@ -420,3 +402,30 @@ def _fw_gap(grad, objective, W, N):
     r = len(C)
     lam = scipy.linalg.eigh((C + C.T) / 2, eigvals_only=True, subset_by_index=[r - 1, r - 1])
     return max(float(lam[0]), 0.0) - objective / 2
+
+
+def _projected_newton_step(a, dist, h, value, s, D2, free_s, g_parts):
+    """One step of the diagonal algorithm: the Newton system of ``g(a) = s·a − log h(a)`` on the
+    coordinates not held at 0 (a coordinate at 0 whose partial derivative is positive stays
+    there), the step clipped at ``a ≥ 0`` and halved until g decreases (or the step falls below
+    1e-12). Returns the trial point, ``g_parts`` of it and the step length."""
+    w = np.divide(1.0, dist, out=np.zeros_like(dist), where=dist > 0)
+    grad_h = 0.5 * (w @ D2)
+    grad = s - grad_h / h
+    # Hessian of −log h: (∇h∇hᵀ)/h² − ∇²h/h, with ∇²h = −¼ Σ_τ D2_τ D2_τᵀ / d_τ³
+    hess = np.outer(grad_h, grad_h) / h**2 + (D2.T * (w**3 / (4 * h))) @ D2
+    free = free_s & ((a > 0) | (grad < 0))
+    direction = np.zeros(a.shape[0])
+    H = hess[np.ix_(free, free)]
+    H[np.diag_indices_from(H)] += 1e-12 * max(np.trace(H), 1e-300)
+    direction[free] = -np.linalg.solve(H, grad[free])
+    length = 1.0
+    while True:
+        trial = np.maximum(a + length * direction, 0.0)
+        parts = g_parts(trial)
+        if parts[2] > 0 and parts[0] < value:
+            break
+        length /= 2
+        if length < 1e-12:
+            break
+    return trial, parts, length

@@ -58,7 +58,7 @@ CASES = [
           "mean 'knn_triplets'? Valid names: knn_pairs, knn_triplets, random_triplets"),
     _case("unknown-solver-parameter", changed(solvers=[{"name": "dml_eig", "params": {"muu": 1}}]),
           "{cfg}: solvers[0].params.muu: unknown parameter (did you mean 'mu'?); valid: mu, "
-          "tol, max_iter, stopping, ridge, ridge_mode, scale, weight_threshold, init, verbose"),
+          "tol, max_iter, stopping, output, ridge, ridge_mode, scale, weight_threshold, init, verbose"),
     _case("name-with-slash", changed(name="../elsewhere"), "{cfg}: " + NAME_RULE),
     _case("name-dot-dot", changed(name=".."), "{cfg}: " + NAME_RULE),
     _case("name-with-backslash", changed(name="a\\b"), "{cfg}: " + NAME_RULE),
