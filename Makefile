@@ -76,6 +76,7 @@ bench:
 	$(PYTHON) benchmarks/timing/bench_float32.py
 	$(PYTHON) benchmarks/timing/bench_pair_distances.py
 	$(PYTHON) benchmarks/timing/bench_eigh_drivers.py
+	$(PYTHON) benchmarks/timing/bench_itml_sweep.py
 
 clean:
 	rm -rf results/quickstart results/*_quick .pytest_cache

@@ -8,7 +8,7 @@ from scipy.spatial.distance import pdist
 from sklearn.exceptions import ConvergenceWarning
 
 from dml_bench.constraints import Constraints
-from dml_bench.solvers.itml import (ITML, itml_objective, random_label_pairs,
+from dml_bench.solvers.itml import (BLOCKED_FROM_D, ITML, itml_objective, random_label_pairs,
                                     squared_distance_bounds)
 from problems import diffs, random_pair_problem
 
@@ -189,9 +189,10 @@ def algorithm1_reference(X, c, u, l, gamma, n_sweeps):
     return A, xi, lam, n_clipped
 
 
+@pytest.mark.parametrize("d", [5, BLOCKED_FROM_D + 6])  # the plain loop and the blocked one
 @pytest.mark.parametrize("gamma", [1.0, 0.3, np.inf])
-def test_compiled_sweeps_equal_the_algorithm1_reference(gamma):
-    X, c = tiny_problem(10, d=5, n=20, n_similar=15, n_dissimilar=20)
+def test_compiled_sweeps_equal_the_algorithm1_reference(gamma, d):
+    X, c = tiny_problem(10, d=d, n=20 + 4 * d, n_similar=15 + 3 * d, n_dissimilar=20 + 4 * d)
     u, l = squared_distance_bounds(X)
     model = fit(X, c, gamma=gamma, bounds=(u, l), tol=0, max_iter=6)
     assert model.n_iter_ == 6

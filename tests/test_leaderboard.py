@@ -259,6 +259,29 @@ def test_memory_rule_marks_cells_before_running_and_ranks_them_last(small_board,
     assert ranks.loc["dml_eig", "iris"] == "n/a"
 
 
+def test_a_span_footprint_applies_only_with_more_features_than_points(tmp_path):
+    from dml_bench.experiment.schema import ConfigError
+    from dml_bench.leaderboard.board import load_board
+
+    data = yaml.safe_load((REPO / "configs" / "leaderboard_quick.yaml").read_text())
+    data["leaderboard"] = {"footprint": {"default": {"dd": 8},
+                                         "lfda": {"dd": 8, "span": {"dd": 1, "nd": 6}}}}
+    path = tmp_path / "board.yaml"
+    path.write_text(yaml.safe_dump(data))
+    board = load_board(path)
+    assert board.memory_bytes("lfda", 210, 20_000) == 8 * (20_000 ** 2 + 6 * 210 * 20_000)
+    assert board.memory_bytes("lfda", 1000, 100) == 8 * 8 * 100 ** 2  # d ≤ n: no span
+    assert board.memory_bytes("itml", 210, 20_000) == 8 * 8 * 20_000 ** 2
+    data["leaderboard"]["footprint"]["lfda"]["span"] = {"dd": 1, "span": {}}
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=r"leaderboard\.footprint\.lfda\.span: must be"):
+        load_board(path)
+    data["leaderboard"]["footprint"]["lfda"]["span"] = {"nd": -1}
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=r"footprint\.lfda\.span\.nd: must be a number"):
+        load_board(path)
+
+
 def test_fit_over_budget_is_marked_and_propagates_to_larger_sets(small_board, tmp_path):
     out = _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
                   "--budget", "0.05", "--solver", "euclidean")

@@ -47,14 +47,19 @@ class Board:
     experiment: Experiment
     budget: float = 600.0
     memory_gb: float = 8.0
-    footprint: dict = field(default_factory=dict)  # solver name → {"dd": c, "nn": c}
+    footprint: dict = field(default_factory=dict)  # solver → {"dd": c, "nn": c, "nd": c, ...}
     source: str = ""  # the config file (named in the cells' child processes' errors)
     hosts_note: str = ""  # shown after the hosts of the final fits (one line)
 
     def memory_bytes(self, solver: str, n_train: int, d: int) -> float:
-        """Estimated peak memory of one fit: 8 B × (dd·d² + nn·n_train²)."""
+        """Estimated peak memory of one fit: 8 B × (dd·d² + nn·n_train² + nd·n_train·d),
+        from the solver's ``span`` entry instead when d > n_train and it has one (a solver that
+        then fits in the span of the training points)."""
         f = self.footprint.get(solver, self.footprint.get("default", {}))
-        return 8.0 * (f.get("dd", 0) * d ** 2 + f.get("nn", 0) * n_train ** 2)
+        if d > n_train and "span" in f:
+            f = f["span"]
+        return 8.0 * (f.get("dd", 0) * d ** 2 + f.get("nn", 0) * n_train ** 2
+                      + f.get("nd", 0) * n_train * d)
 
 
 def load_board(path: str | Path) -> Board:
@@ -82,15 +87,29 @@ def load_board(path: str | Path) -> Board:
             raise ConfigError(source, f"leaderboard.{key}", "must be positive")
     footprint = rules.get("footprint", {})
     for name, f in footprint.items():
-        if not isinstance(f, dict) or set(f) - {"dd", "nn"}:
-            raise ConfigError(source, f"leaderboard.footprint.{name}",
-                              "must be a mapping with keys dd and/or nn (numbers of d×d and "
-                              "n_train×n_train float64 matrices)")
+        _check_footprint(source, f"leaderboard.footprint.{name}", f, nested=True)
     exp = parse_config(data, source=source)
     _check_note_keys(exp, source)
     return Board(exp, float(rules.get("fit_budget_seconds", 600)),
                  float(rules.get("memory_gb", 8)), footprint, str(Path(path).resolve()),
                  hosts_note=" ".join(rules.get("hosts_note", "").split()))
+
+
+def _check_footprint(source: str, key: str, f, nested: bool) -> None:
+    """A footprint entry: numbers of d×d, n_train×n_train and n_train×d float64 matrices
+    (``dd``, ``nn``, ``nd``) and, at the top level, a ``span`` entry of the same kind for
+    d > n_train."""
+    allowed = {"dd", "nn", "nd"} | ({"span"} if nested else set())
+    if not isinstance(f, dict) or set(f) - allowed:
+        raise ConfigError(source, key, "must be a mapping with keys among "
+                          f"{', '.join(sorted(allowed))} (numbers of d×d, n_train×n_train "
+                          "and n_train×d float64 matrices"
+                          + ("; span: the same for d > n_train" if nested else "") + ")")
+    for term, value in f.items():
+        if term == "span":
+            _check_footprint(source, f"{key}.span", value, nested=False)
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ConfigError(source, f"{key}.{term}", f"must be a number ≥ 0, not {value!r}")
 
 
 def experiment_of(path: str | Path) -> Experiment:

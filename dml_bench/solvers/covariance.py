@@ -20,7 +20,7 @@ import numpy as np
 import scipy.linalg
 
 from .base import VERBOSE, MetricLearner, store_params
-from .linalg import eigh_all
+from .linalg import eigh_all, metric_from_components
 
 
 class Covariance(MetricLearner):
@@ -70,24 +70,36 @@ class Covariance(MetricLearner):
     def _fit(self, X, y, constraints):
         n, d = X.shape
         centred = X - X.mean(axis=0)
-        C = centred.T @ centred / (n - 1)
-        if 1 < n <= d:  # in the span of the points (module docstring)
+        if 1 < n <= d:  # in the span of the points (module docstring): Σ is kept as its factor
             _, s, Vt = scipy.linalg.svd(centred, full_matrices=False, check_finite=False)
             lam, U = s * s / (n - 1), Vt.T  # decreasing
             keep = lam > d * np.finfo(float).eps * max(lam[0], 0.0)
             L = (U[:, keep] / np.sqrt(lam[keep])).T
+            self._covariance = ("factor", centred / np.sqrt(n - 1))
         else:
+            C = centred.T @ centred / (n - 1)
             lam, U = eigh_all(C)  # increasing
             keep = lam > d * np.finfo(float).eps * max(lam[-1], 0.0)
             L = (U[:, keep] / np.sqrt(lam[keep])).T[::-1]
+            self._covariance = ("dense", C)
         if not len(L):
             L = np.zeros((1, d))
-        self.covariance_ = C
         self.rank_ = int(keep.sum())
         self.components_ = np.ascontiguousarray(L)
-        self.metric_ = L.T @ L
         self.objective_ = float("nan")
         self.n_iter_ = 0
         self.converged_ = True
         self.optimality_ = 0.0
         self.trace_ = {}
+
+    @property
+    def covariance_(self) -> np.ndarray:
+        """Σ (d×d), formed on access from the centred points when they are fewer than the
+        dimensions."""
+        kind, value = self._covariance
+        return value if kind == "dense" else value.T @ value
+
+    @property
+    def metric_(self) -> np.ndarray:
+        """``M = LᵀL`` (d×d), formed on access from ``components_``."""
+        return metric_from_components(self.components_)

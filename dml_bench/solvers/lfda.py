@@ -40,6 +40,7 @@ import scipy.linalg
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .base import VERBOSE, MetricLearner, store_params
+from .linalg import metric_from_components
 
 EMBEDDINGS = ("weighted", "orthonormalized", "plain")
 #: S^lw counts as singular when its smallest eigenvalue is at most this times its largest
@@ -146,10 +147,11 @@ class LFDA(MetricLearner):
         codes = codes.ravel()
         span = _span_basis(X) if len(X) <= d else None
         if span is not None and (self.embedding == "weighted" or r <= span.shape[1]):
-            lam, Phi, S_lw, S_lb, self.ridge_ = _solve_in_span(X, codes, span, self.k,
-                                                               self.ridge, r)
+            lam, Phi, scatters, self.ridge_ = _solve_in_span(X, codes, span, self.k,
+                                                             self.ridge, r)
         else:
             S_lw, S_lb = local_scatters(X, codes, self.k)
+            scatters = (None, S_lw, S_lb)
             S_w, self.ridge_ = _regularised(S_lw, S_lb, self.ridge)
             lam, Phi = scipy.linalg.eigh(S_lb, S_w)
             lam, Phi = np.maximum(lam[::-1][:r], 0.0), Phi[:, ::-1][:, :r]
@@ -161,17 +163,32 @@ class LFDA(MetricLearner):
             T = np.linalg.qr(Phi)[0]
         else:
             T = Phi
-        self.metric_ = T @ T.T
-        if q < r:  # the weighted embedding in the span: eigenvalue 0 beyond it
-            T = np.hstack([T, np.zeros((d, r - q))])
-        self.components_ = np.ascontiguousarray(T.T)
+        # rows past q (the weighted embedding in the span): eigenvalue 0, zero rows
+        self.components_ = np.zeros((r, d))
+        self.components_[:q] = T.T
         self.eigenvalues_ = lam
-        self.local_within_scatter_, self.local_between_scatter_ = S_lw, S_lb
+        self._scatters = scatters
         self.objective_ = float(lam.sum())
         self.n_iter_ = 0
         self.converged_ = True
         self.optimality_ = 0.0
         self.trace_ = {"time": np.array([time.perf_counter() - start])}
+
+    @property
+    def metric_(self) -> np.ndarray:
+        """``M = LᵀL`` (d×d), formed on access from ``components_``."""
+        return metric_from_components(self.components_)
+
+    @property
+    def local_within_scatter_(self) -> np.ndarray:
+        """S^lw (d×d), formed on access from its coordinates in the span of the points when
+        they are fewer than the dimensions."""
+        return _scatter(self._scatters, 1)
+
+    @property
+    def local_between_scatter_(self) -> np.ndarray:
+        """S^lb (d×d), likewise."""
+        return _scatter(self._scatters, 2)
 
 
 def local_scatters(X: np.ndarray, codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -280,6 +297,13 @@ def _relative_ridge(S_lw: np.ndarray, S_lb: np.ndarray, d: int, ridge: float) ->
     return float(ridge * (scale if scale > 0 else 1.0))
 
 
+
+def _scatter(scatters: tuple, which: int) -> np.ndarray:
+    """One scatter of ``(V, S_lw, S_lb)``: as stored when V is None, else ``V S Vᵀ``."""
+    V, S = scatters[0], scatters[which]
+    return S if V is None else V @ S @ V.T
+
+
 def _span_basis(X: np.ndarray) -> np.ndarray | None:
     """An orthonormal basis (d×q) of the span of the differences ``x_i − x_j``: the right
     singular vectors of the centred points over the singular values above numpy's rank
@@ -298,7 +322,7 @@ def _solve_in_span(X, codes, V, k, ridge, r):
     ``(VᵀS^lbV) a = λ (VᵀS^lwV + δI) a``, built from the coordinates ``Z = (X − x̄)V`` (the
     same differences and distances). The d×d problem's other eigenvalues are 0. Returns the
     eigenvalues (r of them, zeros past q), the unit directions ``Va`` (at most q of them),
-    both scatters in the original coordinates and δ. S^lw is singular (rank ≤ n − classes < d), so
+    ``(V, VᵀS^lwV, VᵀS^lbV)`` (the scatters, factored) and δ. S^lw is singular (rank ≤ n − classes < d), so
     the ridge δ always applies. Costs O(n²d + nqd + q³) instead of O(d³)."""
     d, q = V.shape
     Z = (X - X.mean(axis=0)) @ V
@@ -309,4 +333,4 @@ def _solve_in_span(X, codes, V, k, ridge, r):
     lam, A = np.maximum(lam[::-1][:m], 0.0), A[:, ::-1][:, :m]
     Phi = V @ (A / np.linalg.norm(A, axis=0))
     lam = np.concatenate([lam, np.zeros(r - m)])
-    return lam, Phi, V @ S_lw_q @ V.T, V @ S_lb_q @ V.T, delta
+    return lam, Phi, (V, S_lw_q, S_lb_q), delta

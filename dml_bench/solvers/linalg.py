@@ -139,6 +139,17 @@ def eigh_above(S: np.ndarray, lower: float,
     return _eigh_lower(S, ("evr", "evx"), subset_by_value=(lower, np.inf))
 
 
+def metric_from_components(L: np.ndarray) -> np.ndarray:
+    """``M = LᵀL`` (d×d) of a factor L (k×d).
+
+    numpy computes ``L.T @ L`` with a BLAS ``syrk``; the multithreaded ``syrk`` of the OpenBLAS
+    that numpy's wheels bundle crashes the process on outputs above 2 GiB (numpy issue 19685;
+    reproduced here at d = 20,000), so such an M is one GEMM against a copy of L instead."""
+    if L.shape[1] ** 2 * 8 <= 2 ** 31:
+        return L.T @ L
+    return L.T @ L.copy()
+
+
 def components_from_psd(S: np.ndarray, right: np.ndarray | None = None) -> np.ndarray:
     """``L`` with ``LᵀL = right_factorᵀ S right_factor`` for a PSD ``S``.
 
