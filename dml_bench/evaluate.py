@@ -147,6 +147,20 @@ def model_retrieval_precision(model, X_test, y_test, target: int, top: int = 20)
     return retrieval_precision(model.transform(X_test), relevant, relevant, top)
 
 
+def model_spectrum_counts(model, energy: float = 0.9, rtol: float = 1e-8) -> tuple[int, int]:
+    """:func:`spectrum_counts` of a fitted learner's ``components_``. A learner that solved in
+    the span of its training points (``span_dim_``, a basis V of the span kept) has
+    ``L = V L_V Vᵀ + (I − VVᵀ)``: its singular values are those of ``L V = V L_V`` (d×q) and
+    1 for each of the d − q dimensions off the span, without the d×d SVD."""
+    V = getattr(model, "span_basis_", None)
+    if V is None:
+        return spectrum_counts(model.components_, energy, rtol)
+    L = np.asarray(model.components_, dtype=float)
+    lam = np.concatenate([np.linalg.svd(L @ V, compute_uv=False) ** 2,
+                          np.ones(L.shape[1] - V.shape[1])])
+    return _counts(lam, energy, rtol)
+
+
 def spectrum_counts(components: np.ndarray, energy: float = 0.9,
                     rtol: float = 1e-8) -> tuple[int, int]:
     """Sparsity of a learned metric's spectrum (Kunapuli & Shavlik 2012, §7.2, Table 3).
@@ -163,6 +177,11 @@ def spectrum_counts(components: np.ndarray, energy: float = 0.9,
     else:  # zero rows (a factored fit's padding: dml_eig.iterate_metric) add only zeros
         rows = L[np.any(L != 0, axis=1)]
         lam = np.linalg.svd(rows, compute_uv=False) ** 2 if len(rows) else np.zeros(0)
+    return _counts(lam, energy, rtol)
+
+
+def _counts(lam: np.ndarray, energy: float, rtol: float) -> tuple[int, int]:
+    """``(n_nonzero, n_energy)`` of the eigenvalues ``lam`` (see :func:`spectrum_counts`)."""
     if lam.size == 0 or lam.max() <= 0:
         return 0, 0
     n_nonzero = int(np.sum(lam > rtol * lam.max()))

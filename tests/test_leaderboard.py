@@ -301,6 +301,16 @@ def test_fit_over_budget_is_marked_and_propagates_to_larger_sets(small_board, tm
     _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
             "--budget", "0.05", "--solver", "euclidean")
     assert len(pd.read_csv(board / "cells.csv")) == 2
+    # --retry runs a selected cell again (after a change to the method), under the budget
+    out = _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
+                  "--solver", "euclidean", "--dataset", "iris", "--retry")
+    assert "1 cells run" in out
+    latest = pd.read_csv(board / "cells.csv").drop_duplicates(["dataset", "label"], keep="last")
+    latest = latest.set_index(["dataset", "label"])
+    assert latest.loc[("iris", "euclidean"), "reason"].startswith("run again on request (was: "
+                                                                   "a fit ran over the 0.05 s")
+    assert latest.loc[("wine", "euclidean"), "status"] == "over_budget"  # not selected
+    assert set(pd.read_csv(board / "runs.csv")["dataset"]) == {"iris"}
 
 
 def test_each_cell_reports_its_progress_in_a_log(small_board, tmp_path):

@@ -37,11 +37,15 @@ from .base import _check_jobs, _exit_on_sigterm, _fail, main
 @click.option("--supersede", is_flag=True,
               help="Move finished rows of tasks the board no longer has (a changed protocol "
                    "setting) to *_superseded.csv; without it such a run stops and lists them.")
+@click.option("--retry", is_flag=True,
+              help="Run the selected cells (--dataset and --solver) again although they are "
+                   "recorded over budget, e.g. after a change to the method; the record says "
+                   "so until they end.")
 @click.option("--results-dir", "--out", type=click.Path(file_okay=False), default="results",
               show_default=True)
 @click.pass_obj
 def leaderboard(obj, quick, config_path, datasets, solvers, n_jobs, backend, scheduler, budget,
-                stats_only, supersede, results_dir):
+                stats_only, supersede, retry, results_dir):
     """Run the leaderboard (every method, every data set, one protocol), then its statistics.
 
     Cells run through the ordinary runner (resumable, in parts, shared by concurrent runs); a
@@ -68,6 +72,11 @@ def leaderboard(obj, quick, config_path, datasets, solvers, n_jobs, backend, sch
         _fail(f"--scheduler {scheduler} needs --backend dask (the board's backend is "
               f"{board.experiment.execution.backend})")
     check_labels(board.experiment, datasets, solvers)  # labels that select nothing: one line
+    if retry:
+        if stats_only or not datasets or not solvers:
+            _fail("--retry needs --dataset and --solver (the cells to run again), without "
+                  "--stats-only")
+        _mark_retried(board, Path(results_dir) / board.experiment.name, datasets, solvers)
     if not stats_only:
         s = run_board(board, results_dir, data=obj["data"],
                       select=Selection(datasets, solvers, supersede=supersede),
@@ -81,3 +90,15 @@ def leaderboard(obj, quick, config_path, datasets, solvers, n_jobs, backend, sch
         compact_tuning_log(board_dir)
     for name, path in write_board_report(board, board_dir, obj["data"]).items():
         click.echo(f"  {name}: {path}")
+
+
+def _mark_retried(board, board_dir: Path, datasets, solvers) -> None:
+    """Record the selected cells that are marked over budget as pending (run again)."""
+    from ..leaderboard.board import read_cells, record_cell
+
+    cells = read_cells(board_dir)
+    for _, row in cells.iterrows():
+        if (row["dataset"] in datasets and row["label"] in solvers
+                and row["status"] == "over_budget"):
+            record_cell(board_dir, row["dataset"], row["label"], "pending",
+                        f"run again on request (was: {row['reason']})", board.budget)

@@ -17,7 +17,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .. import __version__
-from ..evaluate import model_error, spectrum_counts
+from ..evaluate import model_error, model_spectrum_counts
 from ..experiment.sections import DataPlace, Experiment
 from ..experiment.knn import Task, all_tasks, fit_task_solver, plan, prepare_split
 from .execution import BLAS_THREADS, cpu_model, failure_row, utc_now
@@ -40,7 +40,7 @@ def run_task(task: Task, blas_threads: int = BLAS_THREADS, n_jobs: int = 1,
             solver, wall, cpu = fit_task_solver(task, X_train, y_train, constraints)
             error = model_error(solver, X_train, y_train, X_test, y_test,
                                 task.evaluation.knn_k, task.evaluation.tie_break)
-            sparsity = (spectrum_counts(solver.components_) if hasattr(solver, "components_")
+            sparsity = (model_spectrum_counts(solver) if hasattr(solver, "components_")
                         else (None, None))
             more = measure(task, solver, X_test, y_test) if measure else {}
     except Exception as exc:  # one broken task must not take the experiment down

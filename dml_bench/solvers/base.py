@@ -54,6 +54,7 @@ from sklearn.utils._param_validation import (Hidden, Interval, InvalidParameterE
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..constraints import Constraints, knn_triplets
+from .span import lift_identity_complement, span_basis
 from .weak import WeaklySupervisedMixin, accepts_tuples
 
 #: constraints of a seed of ``numpy.random.default_rng``: an int ≥ 0, or None for fresh entropy
@@ -188,6 +189,9 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
     #: learners that learn from X alone set this: ``y`` is ignored, as in scikit-learn's
     #: unsupervised transformers (not validated, not passed to ``_fit``)
     ignores_y: ClassVar[bool] = False
+    #: learners whose iterates stay the identity off the span of the training points' differences
+    #: set ``"identity"``: with more features than points they solve in that span (:mod:`.span`)
+    span_complement: ClassVar[str | None] = None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -262,10 +266,38 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
                 constraints = Constraints.validated(constraints, X.shape[0],
                                                     self._constraints_needed(),
                                                     type(self).__name__)
-        self._fit(X, y, constraints)
+        self._fit_in_span_or_full(X, y, constraints)
         if getattr(self, "verbose", 0):  # a plug-in may have no `verbose`
             report_fit(self, time.perf_counter() - start)
         return self
+
+    def _solves_in_span(self) -> bool:
+        """Whether this fit, with these hyper-parameters, may solve in the span of the points
+        (:mod:`.span`); a learner whose options can break it narrows this."""
+        return self.span_complement == "identity"
+
+    def _fit_in_span_or_full(self, X, y, constraints) -> None:
+        """``_fit`` on the span coordinates ``X V`` and the metric lifted (:mod:`.span`) when
+        the learner allows it and the points span fewer dimensions than X has; else on X."""
+        V = (span_basis(X) if self._solves_in_span() and not sp.issparse(X)
+             and X.shape[1] > X.shape[0] else None)
+        if V is None or V.shape[1] >= X.shape[1]:
+            self._off_span_dim = 0
+            self._fit(X, y, constraints)
+            if self.span_complement is not None:
+                self.span_dim_ = self.span_basis_ = None
+            return
+        self._off_span_dim = X.shape[1] - V.shape[1]  # the identity's dimensions off the span
+        self._fit(X @ V, y, constraints)
+        self.components_ = lift_identity_complement(self.components_, V)
+        self.metric_ = lift_identity_complement(self.metric_, V)
+        self._lift_from_span(V)
+        self.span_dim_ = V.shape[1]
+        self.span_basis_ = V
+
+    def _lift_from_span(self, V: np.ndarray) -> None:
+        """Lift the learner's other fitted d-sized attributes after a fit in the span (none
+        here)."""
 
     def _constraints_needed(self) -> tuple[str, ...]:
         """What ``fit`` needs non-empty among the constraints (see ``required_constraints``)."""

@@ -27,6 +27,12 @@ projections, 1.3–1.6× faster at d = 64–256, ``results/bench/itml_sweep.csv`
 ``fit`` returns to Python once per sweep, for the stopping rule and the trace. The projection
 constants, the stopping rule and the cap follow the authors' ``ItmlAlg.m`` (ITML code release
 1.2), see the notes in :class:`ITML`.
+
+With more features than training points and the identity prior, ITML solves in the span of the
+points (:mod:`.span`): each projection ``M ← M + β M v vᵀ M`` from M₀ = I with ``v`` a
+difference of points keeps ``M = I + V C Vᵀ`` (the argument of the paper's §4, "Kernelizing
+the algorithm"), so the projections run on the q ≤ n − 1 span coordinates and the complement
+keeps M = I. The bounds, slacks, duals and ``D_ld(M, I)`` are the same in both coordinates.
 """
 
 from __future__ import annotations
@@ -124,6 +130,11 @@ class ITML(MetricLearner):
     ----------
     metric_ : ndarray (d, d)
         The learned M (positive definite).
+    span_dim_ : int or None
+        The dimension q of the span of the training points it solved in (module docstring),
+        None when it solved in all d coordinates.
+    span_basis_ : ndarray of shape (d, ``span_dim_``) or None
+        The orthonormal basis V of that span (``components_ = I + V (L_V − I) Vᵀ``).
     prior_ : ndarray (d, d)
         The M₀ used.
     components_ : ndarray (d, d)
@@ -179,6 +190,15 @@ class ITML(MetricLearner):
     }
     #: ``prior="identity"`` is the M₀ = I of ITML before the option existed
     neutral_params = {**MetricLearner.neutral_params, "prior": "identity"}
+    span_complement = "identity"
+
+    def _solves_in_span(self) -> bool:
+        """Only from M₀ = I: another prior is not the identity off the span."""
+        return (super()._solves_in_span() and isinstance(self.prior, str)
+                and self.prior == "identity")
+
+    def _lift_from_span(self, V):
+        self.prior_ = np.eye(V.shape[0])
 
     def __init__(self, gamma=1.0, tol=0.01, max_proj=None, max_iter=1000, bounds=None,
                  pairs="given", random_state=0, prior="identity", verbose=0):
@@ -352,22 +372,30 @@ def _sweep(M, V, delta, xi, lam, gamma_proj, inv_gamma):
         for i in range(d):  # M v = Σ_i v_i M[i, :] (M symmetric): contiguous rows, vectorised
             for j in range(d):
                 Mv[j] += v[i] * M[i, j]
-        p = v @ Mv  # d_M(x_i, x_j)² = vᵀ M v
-        if delta[c] > 0:  # similar: p ≤ ξ
-            alpha = min(lam[c], gamma_proj * (1.0 / p - 1.0 / xi[c]))
-            beta = alpha / (1.0 - alpha * p)
-            xi[c] = 1.0 / (1.0 / xi[c] + alpha * inv_gamma)
-        else:  # dissimilar: p ≥ ξ
-            alpha = min(lam[c], gamma_proj * (1.0 / xi[c] - 1.0 / p))
-            beta = -alpha / (1.0 + alpha * p)
-            xi[c] = 1.0 / (1.0 / xi[c] - alpha * inv_gamma)
-        lam[c] -= alpha
+        alpha, beta = _project(c, v @ Mv, delta, xi, lam, gamma_proj, inv_gamma)
         if alpha == 0.0:  # a satisfied constraint with λ_c = 0: M is unchanged
             continue
         for i in range(d):  # M ← M + β (Mv)(Mv)ᵀ
             for j in range(d):
                 M[i, j] += beta * (Mv[i] * Mv[j])
 
+
+
+@njit(**JIT_OPTIONS)
+def _project(c, p, delta, xi, lam, gamma_proj, inv_gamma):
+    """Constraint c's projection at ``p = vᵀ M v = d_M(x_i, x_j)²`` (similar, ``delta[c] = +1``:
+    p ≤ ξ; dissimilar: p ≥ ξ): updates ``ξ_c`` and ``λ_c`` in place and returns ``(α, β)``, the
+    dual step and the coefficient of ``M ← M + β (Mv)(Mv)ᵀ`` (see :func:`_sweep`)."""
+    if delta[c] > 0:
+        alpha = min(lam[c], gamma_proj * (1.0 / p - 1.0 / xi[c]))
+        beta = alpha / (1.0 - alpha * p)
+        xi[c] = 1.0 / (1.0 / xi[c] + alpha * inv_gamma)
+    else:
+        alpha = min(lam[c], gamma_proj * (1.0 / xi[c] - 1.0 / p))
+        beta = -alpha / (1.0 + alpha * p)
+        xi[c] = 1.0 / (1.0 / xi[c] - alpha * inv_gamma)
+    lam[c] -= alpha
+    return alpha, beta
 
 
 #: from this dimension on a sweep delays its rank-one updates over blocks of SWEEP_BLOCK
@@ -404,16 +432,7 @@ def _sweep_blocked(M, V, delta, xi, lam, gamma_proj, inv_gamma, block):
                 coef = W[k] @ v  # β_k (u_kᵀ v)
                 for i in range(d):
                     Mv[i] += coef * U[k, i]
-            p = v @ Mv
-            if delta[c] > 0:
-                alpha = min(lam[c], gamma_proj * (1.0 / p - 1.0 / xi[c]))
-                beta = alpha / (1.0 - alpha * p)
-                xi[c] = 1.0 / (1.0 / xi[c] + alpha * inv_gamma)
-            else:
-                alpha = min(lam[c], gamma_proj * (1.0 / xi[c] - 1.0 / p))
-                beta = -alpha / (1.0 + alpha * p)
-                xi[c] = 1.0 / (1.0 / xi[c] - alpha * inv_gamma)
-            lam[c] -= alpha
+            alpha, beta = _project(c, v @ Mv, delta, xi, lam, gamma_proj, inv_gamma)
             if alpha != 0.0:
                 U[n_up] = Mv
                 W[n_up] = beta * Mv

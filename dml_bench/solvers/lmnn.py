@@ -23,6 +23,12 @@ raised it is rejected and α halved. ``solver="M"`` instead takes projected grad
 convex problem, ``M ← Π_{⪰0}(M − α G)`` (one d×d eigendecomposition per iteration; the code's
 ``obj=0``).
 
+With more features than training points and ``n_components=None``, LMNN solves in the span of
+the points (:mod:`.span`): G is a sum of ``C_ab`` of differences of points, so from L = I each
+step ``L ← L − α 2 L G`` (or ``M ← Π(M − α G)``, whose projection leaves the eigenvalue 1 off the
+span) keeps ``L = I + V C Vᵀ``, and every distance, hinge and step is the same on the span
+coordinates; the first step's size, ``0.1 ‖L‖_F / ‖∇‖``, counts the identity off the span.
+
 Impostors: ``impostors="recompute"`` (default) keeps, like the authors' code, an active set of
 candidate impostor pairs ``(i, l)``, ``y_l ≠ y_i``, with ``‖L(x_i − x_l)‖² < max_{j⇝i}
 ‖L(x_i − x_j)‖² + 1`` searched among *all* training points (per class, chunked GEMMs) at the start
@@ -135,6 +141,11 @@ class LMNN(MetricLearner):
         ``optimality_measure`` ``"relative_objective_change"``) at the last iterate (``inf``
         right after an impostor search; NaN when the fit stops at once, see Notes). ``validation``
         can return an earlier iterate.
+    span_dim_ : int or None
+        The dimension q of the span of the training points it solved in (module docstring),
+        None when it solved in all d coordinates.
+    span_basis_ : ndarray of shape (d, ``span_dim_``) or None
+        The orthonormal basis V of that span (``components_ = I + V (L_V − I) Vᵀ``).
     n_active_ : int
         Active (positive-hinge) triplets at the returned L.
     best_iter_ : int
@@ -186,6 +197,12 @@ class LMNN(MetricLearner):
     }
     #: ``n_components=None`` is the square L that LMNN learned before the option existed
     neutral_params = {**MetricLearner.neutral_params, "n_components": None}
+    span_complement = "identity"
+
+    def _solves_in_span(self) -> bool:
+        """Only from L = I (``n_components=None``): the PCA start of a rectangular L is not the
+        identity off the span."""
+        return super()._solves_in_span() and self.n_components is None
 
     def __init__(self, mu=0.5, margin=1.0, max_iter=1000, tol=1e-7, step_size=None,
                  step_growth=1.01, impostors="recompute", update_every=10, solver="L",
@@ -212,7 +229,10 @@ class LMNN(MetricLearner):
             return
         checks_since_best = 0
         G, grad = self._gradients(prob, state, L)
-        x_norm = np.linalg.norm(L if self.solver == "L" else M)
+        # ‖L‖_F (‖M‖_F) of the whole iterate: in the span of the points (span_complement) the
+        # identity off the span adds 1 per dimension
+        x_norm = np.sqrt(np.linalg.norm(L if self.solver == "L" else M) ** 2
+                         + getattr(self, "_off_span_dim", 0))
         alpha = (self.step_size if self.step_size is not None
                  else 0.1 * x_norm / max(np.linalg.norm(grad), np.finfo(float).tiny))
         alpha_min = 1e-14 * alpha

@@ -1,0 +1,41 @@
+"""Solving in the span of the training points when they are fewer than the features.
+
+Part of the solver stage. A learner whose objective sees the points only through their
+differences ``x_i − x_j``, started at M = I (or L = I), changes M only in the span of those
+differences: every update it makes is a sum of terms ``(x_i − x_j)(x_i − x_j)ᵀ`` multiplied by
+the iterate on either side, so with V an orthonormal basis (d×q) of that span each iterate is
+``I + V C Vᵀ`` and the complement of the span keeps M = I. The learner fitted on the
+coordinates ``Z = X V`` (n×q, the same differences, distances and constraints) therefore
+yields the full metric as ``M = I + V (M_Z − I) Vᵀ`` (and ``L = I + V (L_Z − I) Vᵀ``): the same
+iterates in q ≤ n − 1 coordinates instead of d. Learners declare it with
+``span_complement = "identity"`` and, where some option breaks it (another prior, a
+rectangular L), :meth:`~dml_bench.solvers.base.MetricLearner._solves_in_span` says when it
+holds; each states its own reason in its docstring. The fitted learner records q in
+``span_dim_`` (None when it solved in all d coordinates).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+
+
+def span_basis(X: np.ndarray) -> np.ndarray | None:
+    """An orthonormal basis (d×q) of the span of the differences of the rows of X: the right
+    singular vectors of the centred points over the singular values above numpy's rank
+    cut-off; None when every point is the same."""
+    _, s, Vt = scipy.linalg.svd(X - X.mean(axis=0), full_matrices=False, check_finite=False)
+    if not len(s) or s[0] == 0:
+        return None
+    keep = s > s[0] * max(X.shape) * np.finfo(float).eps
+    return np.ascontiguousarray(Vt[keep].T)
+
+
+def lift_identity_complement(A: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """``I + V (A − I) Vᵀ`` (d×d) of a q×q matrix A: the d×d matrix that is A on the span of V
+    and the identity on its complement."""
+    q = A.shape[0]
+    B = V @ (A - np.eye(q))
+    out = B @ V.T
+    out.flat[:: out.shape[0] + 1] += 1.0
+    return out

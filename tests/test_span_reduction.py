@@ -1,0 +1,88 @@
+"""Learners that solve in the span of the training points (d > n) against the same learner
+solving in all d coordinates: the same iterates in another basis, so the metrics agree to
+rounding, and the test points' 3-NN predictions are the same."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.neighbors import KNeighborsClassifier
+
+from dml_bench.constraints import knn_triplets
+from dml_bench.evaluate import model_spectrum_counts, spectrum_counts
+from dml_bench.solvers import SOLVERS
+from dml_bench.solvers.span import lift_identity_complement, span_basis
+
+
+def problem(seed=0, n=40, d=120):
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 3
+    X = rng.standard_normal((n, d)) + 1.5 * np.eye(3, d)[y] * rng.uniform(1, 3, d)
+    X_test = rng.standard_normal((30, d)) + 1.5 * np.eye(3, d)[np.arange(30) % 3]
+    return X, y, X_test, np.arange(30) % 3
+
+
+def full_and_reduced(name, params):
+    cls = SOLVERS[name.split("-")[0]]
+    full_cls = type("Full" + cls.__name__, (cls,), {"span_complement": None})
+    X, y, X_test, y_test = problem()
+    c = knn_triplets(X, y, k=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # a fixed number of iterations
+        reduced = cls(**params).fit(X, y, constraints=c)
+        full = full_cls(**params).fit(X, y, constraints=c)
+    return X, y, X_test, reduced, full
+
+
+CASES = {  # every learner with span_complement set
+    "itml": {"max_iter": 30, "tol": 0.0},
+    "lmnn": {"max_iter": 40},
+    "lmnn-M": {"max_iter": 40, "solver": "M"},
+}
+
+
+def test_every_learner_that_solves_in_the_span_is_checked_here():
+    assert {n for n, cls in SOLVERS.items() if getattr(cls, "span_complement", None)} == {
+        case.split("-")[0] for case in CASES}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_span_solve_is_the_full_solve(name):
+    X, y, X_test, reduced, full = full_and_reduced(name, CASES[name])
+    assert reduced.span_dim_ == np.linalg.matrix_rank(X - X.mean(axis=0)) < X.shape[1]
+    assert getattr(full, "span_dim_", None) is None
+    scale = np.abs(full.metric_).max()
+    # the same operations in an orthonormal basis: rounding only (1e-9 of the largest entry)
+    np.testing.assert_allclose(reduced.metric_, full.metric_, atol=1e-9 * scale)
+    np.testing.assert_allclose(reduced.components_.T @ reduced.components_, full.metric_,
+                               atol=1e-9 * scale)
+    assert reduced.n_iter_ == full.n_iter_
+    assert reduced.objective_ == pytest.approx(full.objective_, rel=1e-9)
+    knn = [KNeighborsClassifier(3).fit(m.transform(X), y).predict(m.transform(X_test))
+           for m in (reduced, full)]
+    np.testing.assert_array_equal(*knn)
+    # the spectrum from the span (no d×d SVD) is the one of the whole L
+    assert model_spectrum_counts(reduced) == spectrum_counts(reduced.components_)
+    assert model_spectrum_counts(reduced, energy=0.5) == spectrum_counts(reduced.components_,
+                                                                         energy=0.5)
+
+
+def test_the_lift_is_the_identity_off_the_span():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((6, 15))
+    V = span_basis(X)
+    assert V.shape == (15, 5)  # six centred points span five dimensions
+    A = rng.standard_normal((5, 5))
+    M = lift_identity_complement(A, V)
+    off = rng.standard_normal(15)
+    off -= V @ (V.T @ off)
+    np.testing.assert_allclose(M @ off, off, atol=1e-12)
+    np.testing.assert_allclose(V.T @ M @ V, A, atol=1e-12)
+
+
+def test_a_prior_other_than_the_identity_solves_in_all_coordinates():
+    X, y, _, _ = problem()
+    with pytest.warns(ConvergenceWarning):
+        model = SOLVERS["itml"](prior="random", max_iter=3).fit(X, y)
+    assert model.span_dim_ is None
