@@ -150,14 +150,15 @@ def model_retrieval_precision(model, X_test, y_test, target: int, top: int = 20)
 def model_spectrum_counts(model, energy: float = 0.9, rtol: float = 1e-8) -> tuple[int, int]:
     """:func:`spectrum_counts` of a fitted learner's ``components_``. A learner that solved in
     the span of its training points (``span_dim_``, a basis V of the span kept) has
-    ``L = V L_V Vᵀ + (I − VVᵀ)``: its singular values are those of ``L V = V L_V`` (d×q) and
-    1 for each of the d − q dimensions off the span, without the d×d SVD."""
+    ``L = V L_V Vᵀ + (I − VVᵀ)`` (or ``L_V Vᵀ``, ``span_complement="zero"``): its singular
+    values are those of ``L V`` (d×q) and 1 (or 0) for each of the d − q dimensions off the
+    span, without the d×d SVD."""
     V = getattr(model, "span_basis_", None)
     if V is None:
         return spectrum_counts(model.components_, energy, rtol)
     L = np.asarray(model.components_, dtype=float)
-    lam = np.concatenate([np.linalg.svd(L @ V, compute_uv=False) ** 2,
-                          np.ones(L.shape[1] - V.shape[1])])
+    off_span = L.shape[1] - V.shape[1] if model.span_complement == "identity" else 0
+    lam = np.concatenate([np.linalg.svd(L @ V, compute_uv=False) ** 2, np.ones(off_span)])
     return _counts(lam, energy, rtol)
 
 

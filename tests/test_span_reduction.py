@@ -39,6 +39,7 @@ CASES = {  # every learner with span_complement set
     "itml": {"max_iter": 30, "tol": 0.0},
     "lmnn": {"max_iter": 40},
     "lmnn-M": {"max_iter": 40, "solver": "M"},
+    "frobmetric": {"max_iter": 50},
 }
 
 

@@ -189,8 +189,9 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
     #: learners that learn from X alone set this: ``y`` is ignored, as in scikit-learn's
     #: unsupervised transformers (not validated, not passed to ``_fit``)
     ignores_y: ClassVar[bool] = False
-    #: learners whose iterates stay the identity off the span of the training points' differences
-    #: set ``"identity"``: with more features than points they solve in that span (:mod:`.span`)
+    #: learners whose iterates stay the identity (``"identity"``) or zero (``"zero"``) off the
+    #: span of the training points' differences set it: with more features than points they
+    #: solve in that span (:mod:`.span`)
     span_complement: ClassVar[str | None] = None
 
     def __sklearn_tags__(self):
@@ -274,7 +275,7 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
     def _solves_in_span(self) -> bool:
         """Whether this fit, with these hyper-parameters, may solve in the span of the points
         (:mod:`.span`); a learner whose options can break it narrows this."""
-        return self.span_complement == "identity"
+        return self.span_complement in ("identity", "zero")
 
     def _fit_in_span_or_full(self, X, y, constraints) -> None:
         """``_fit`` on the span coordinates ``X V`` and the metric lifted (:mod:`.span`) when
@@ -289,8 +290,12 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
             return
         self._off_span_dim = X.shape[1] - V.shape[1]  # the identity's dimensions off the span
         self._fit(X @ V, y, constraints)
-        self.components_ = lift_identity_complement(self.components_, V)
-        self.metric_ = lift_identity_complement(self.metric_, V)
+        if self.span_complement == "identity":
+            self.components_ = lift_identity_complement(self.components_, V)
+            self.metric_ = lift_identity_complement(self.metric_, V)
+        else:  # "zero": M = V M_V Vᵀ, L = L_V Vᵀ
+            self.components_ = np.ascontiguousarray(self.components_ @ V.T)
+            self.metric_ = V @ self.metric_ @ V.T
         self._lift_from_span(V)
         self.span_dim_ = V.shape[1]
         self.span_basis_ = V

@@ -20,6 +20,10 @@ its sparsity pattern built once per fit; n×d×d flops instead of n_pairs×d×d)
 come row-wise from the points mapped by the factor ``F`` of ``X = F Fᵀ`` (positive eigenpairs):
 ``z = Fᵀx``, ``q_p = ‖z_a − z_b‖²``, ``⟨A_r, X⟩ = q_impostor − q_target``. No ``A_r`` is formed.
 
+With more features than training points FrobMetric solves in the span of the points
+(:mod:`.span`): every ``A_r`` lies in it, so ``Â`` and ``(Â)₋`` do, the dual (5), its gradient
+and the primal (6) are the same on the span coordinates, and X* is zero off the span.
+
 §III (Eqs. (7)–(10)) generalises the construction to any Frobenius-regularised SDP,
 :func:`solve_frobenius_sdp`.
 
@@ -85,8 +89,13 @@ class FrobMetric(MetricLearner):
     ----------
     metric_ : ndarray (d, d)
         ``X* = (Σ_r u_r A_r)₊`` (Eq. (6)).
-    components_ : ndarray (d, d)
-        L with ``metric_ = LᵀL``.
+    components_ : ndarray (d, d), or (``span_dim_``, d)
+        L with ``metric_ = LᵀL`` (one row per span coordinate after a solve in the span).
+    span_dim_ : int or None
+        The dimension q of the span of the training points it solved in (module docstring),
+        None when it solved in all d coordinates.
+    span_basis_ : ndarray of shape (d, ``span_dim_``) or None
+        The orthonormal basis V of that span (``metric_ = V M_V Vᵀ``).
     dual_coef_ : ndarray (m,)
         The dual variables u of Eq. (5), in ``[0, C₃/m]``.
     objective_ : float
@@ -120,6 +129,8 @@ class FrobMetric(MetricLearner):
     """
 
     constraint_kind = "triplets"
+    #: X* = (Σ_r u_r A_r)₊ (Eq. (6)) is a combination of the triplets' difference outer products
+    span_complement = "zero"
     optimality_measure = "relative_duality_gap"
     _parameter_constraints: dict = {
         "C": [Interval(Real, 0, None, closed="neither")],

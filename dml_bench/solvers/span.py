@@ -7,7 +7,9 @@ the iterate on either side, so with V an orthonormal basis (d×q) of that span e
 ``I + V C Vᵀ`` and the complement of the span keeps M = I. The learner fitted on the
 coordinates ``Z = X V`` (n×q, the same differences, distances and constraints) therefore
 yields the full metric as ``M = I + V (M_Z − I) Vᵀ`` (and ``L = I + V (L_Z − I) Vᵀ``): the same
-iterates in q ≤ n − 1 coordinates instead of d. Learners declare it with
+iterates in q ≤ n − 1 coordinates instead of d. A learner whose solution is a combination of
+the constraints' ``(x_i − x_j)(x_i − x_j)ᵀ`` (a dual) is zero off the span:
+``span_complement = "zero"``, ``M = V M_Z Vᵀ`` and ``L = L_Z Vᵀ``. Learners declare it with
 ``span_complement = "identity"`` and, where some option breaks it (another prior, a
 rectangular L), :meth:`~dml_bench.solvers.base.MetricLearner._solves_in_span` says when it
 holds; each states its own reason in its docstring. The fitted learner records q in
