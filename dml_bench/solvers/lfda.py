@@ -41,6 +41,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .base import VERBOSE, MetricLearner, store_params
 from .linalg import metric_from_components
+from .span import span_basis
 
 EMBEDDINGS = ("weighted", "orthonormalized", "plain")
 #: S^lw counts as singular when its smallest eigenvalue is at most this times its largest
@@ -145,7 +146,7 @@ class LFDA(MetricLearner):
         if codes.max() < 1:
             raise ValueError("LFDA needs at least 2 classes in y")
         codes = codes.ravel()
-        span = _span_basis(X) if len(X) <= d else None
+        span = span_basis(X) if len(X) <= d else None
         if span is not None and (self.embedding == "weighted" or r <= span.shape[1]):
             lam, Phi, scatters, self.ridge_ = _solve_in_span(X, codes, span, self.k,
                                                              self.ridge, r)
@@ -302,15 +303,6 @@ def _scatter(scatters: tuple, which: int) -> np.ndarray:
     """One scatter of ``(V, S_lw, S_lb)``: as stored when V is None, else ``V S Vᵀ``."""
     V, S = scatters[0], scatters[which]
     return S if V is None else V @ S @ V.T
-
-
-def _span_basis(X: np.ndarray) -> np.ndarray | None:
-    """An orthonormal basis (d×q) of the span of the differences ``x_i − x_j``: the right
-    singular vectors of the centred points over the singular values above numpy's rank
-    cut-off; None when every point is the same."""
-    _, s, Vt = scipy.linalg.svd(X - X.mean(axis=0), full_matrices=False, check_finite=False)
-    keep = s > s[0] * max(X.shape) * np.finfo(float).eps
-    return Vt[keep].T if keep.any() else None
 
 
 def _solve_in_span(X, codes, V, k, ridge, r):
