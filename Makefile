@@ -77,6 +77,7 @@ bench:
 	$(PYTHON) benchmarks/timing/bench_pair_distances.py
 	$(PYTHON) benchmarks/timing/bench_eigh_drivers.py
 	$(PYTHON) benchmarks/timing/bench_itml_sweep.py
+	$(PYTHON) benchmarks/timing/bench_frobmetric_lbfgsb.py
 
 clean:
 	rm -rf results/quickstart results/*_quick .pytest_cache

@@ -41,13 +41,14 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse
-from scipy.optimize import Bounds, minimize
+from numba import njit
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .base import VERBOSE, MetricLearner, report_progress, store_params, warn_not_converged
-from .linalg import (PairOuterSum, components_from_psd, eigh_all, pair_sq_distances,
-                     triplet_pairs)
+from .lbfgsb import minimize_box
+from .linalg import (JIT_OPTIONS, PairOuterSum, components_from_psd, eigh_all,
+                     pair_sq_distances, triplet_pairs)
 
 STOPPING_RULES = ("gap", "lbfgsb")
 #: ``factr = 1e7`` of the L-BFGS-B Fortran code (its default, "moderate accuracy") as scipy's ftol
@@ -165,7 +166,7 @@ class FrobMetric(MetricLearner):
                                 pg_norm=state["pg_norm"])
 
         res, trace = _run_lbfgsb(
-            dual, np.zeros(m), Bounds(0.0, 1.0), start=start, stop=stop,
+            dual, np.zeros(m), (0.0, 1.0), start=start, stop=stop,
             max_iter=self.max_iter, max_corrections=self.max_corrections,
             gtol=0.0 if by_gap else self.tol, ftol=0.0 if by_gap else LBFGSB_DEFAULT_FTOL,
             report=report)
@@ -243,9 +244,7 @@ class _TripletDual(_CachedDual):
 
     def pair_weights(self, v):
         """Signed weights w of the distinct pairs: ``Σ_r u_r A_r = Dᵀ diag(w) D``."""
-        n = len(self.pairs)
-        return self.c * (np.bincount(self.impostor, v, minlength=n)
-                         - np.bincount(self.target, v, minlength=n))
+        return _signed_pair_weights(self.impostor, self.target, v, len(self.pairs), self.c)
 
     def _evaluate(self, v):
         S = self.pair_outer_sum(self.pair_weights(v))  # Σ_r u_r A_r
@@ -254,15 +253,45 @@ class _TripletDual(_CachedDual):
         self._lam, self._U = lam[pos], U[:, pos]
         Z = self.X @ (self._U * np.sqrt(self._lam))  # points mapped by F, X_u = F Fᵀ
         q = pair_sq_distances(Z, self.pairs)  # (x_a − x_b)ᵀ X_u (x_a − x_b), every distinct pair
-        margin = q[self.impostor] - q[self.target]  # ⟨A_r, X_u⟩
+        grad, hinge, pg = _margin_terms(q, self.impostor, self.target, v)
         sq_norm = float(self._lam @ self._lam)  # ‖X_u‖²_F = ‖(Â)₋‖²_F
-        primal = 0.5 * sq_norm + self.c * np.maximum(0.0, 1.0 - margin).sum()
+        primal = 0.5 * sq_norm + self.c * hinge.sum()
         dual = self.c * v.sum() - 0.5 * sq_norm
-        grad = margin - 1.0
-        pg = np.abs(np.clip(v - grad, 0.0, 1.0) - v).max()
         self._point = v.copy()
         self._f, self._grad = -dual / self.c, grad
         self._state = {"objective": dual, "primal": primal, "gap": primal - dual, "pg_norm": pg}
+
+
+@njit(**JIT_OPTIONS)
+def _signed_pair_weights(impostor, target, v, n_pairs, c):
+    """``c·(bincount(impostor, v) − bincount(target, v))`` in one pass over the triplets, each
+    count summed in triplet order as ``np.bincount`` sums it (the same floats)."""
+    plus, minus = np.zeros(n_pairs), np.zeros(n_pairs)
+    for r in range(v.shape[0]):
+        plus[impostor[r]] += v[r]
+        minus[target[r]] += v[r]
+    return c * (plus - minus)
+
+
+@njit(**JIT_OPTIONS)
+def _margin_terms(q, impostor, target, v):
+    """Per triplet, from the pair distances ``q``: the gradient ``⟨A_r, X_u⟩ − 1``, the hinge
+    ``max(0, 1 − ⟨A_r, X_u⟩)`` (summed by the caller with numpy's pairwise sum), and the largest
+    ``|clip(v − g, 0, 1) − v|``, the projected-gradient norm, in one pass with numpy's
+    element-wise arithmetic (NaN propagates as in ``np.maximum`` and ``np.clip``)."""
+    m = v.shape[0]
+    grad, hinge = np.empty(m), np.empty(m)
+    pg = 0.0
+    for r in range(m):
+        margin = q[impostor[r]] - q[target[r]]  # ⟨A_r, X_u⟩
+        grad[r] = margin - 1.0
+        slack = 1.0 - margin
+        hinge[r] = slack if (slack > 0.0 or slack != slack) else 0.0
+        step = min(max(v[r] - grad[r], 0.0), 1.0) - v[r]
+        dev = abs(step)
+        if dev > pg or dev != dev:
+            pg = dev
+    return grad, hinge, pg
 
 
 #: L-BFGS-B's evaluations per line search at most (scipy's ``maxls`` default).
@@ -280,7 +309,8 @@ def lbfgsb_end(res, max_iter: int) -> dict:
 
 def _run_lbfgsb(fun, x0, bounds, *, start, stop, max_iter, max_corrections, gtol, ftol,
                 report=None):
-    """``scipy.optimize.minimize(method="L-BFGS-B")`` recording ``fun.state`` at every iterate.
+    """L-BFGS-B (:func:`.lbfgsb.minimize_box`) over ``bounds = (lower, upper)`` recording
+    ``fun.state`` at every iterate.
 
     ``stop(state)`` ends the run (StopIteration from the callback); ``report(n, state)``, if
     given, is called at every recorded iterate (``verbose ≥ 2``). The final iterate is recorded
@@ -308,10 +338,9 @@ def _run_lbfgsb(fun, x0, bounds, *, start, stop, max_iter, max_corrections, gtol
         if stop(record(intermediate_result.x)):
             raise StopIteration
 
-    res = minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds, callback=callback,
-                   options={"maxiter": max_iter, "maxfun": max_iter * (1 + _MAX_LINE_SEARCH),
-                            "maxls": _MAX_LINE_SEARCH, "maxcor": max_corrections, "gtol": gtol,
-                            "ftol": ftol})
+    res = minimize_box(fun, x0, *bounds, callback=callback, maxiter=max_iter,
+                       maxfun=max_iter * (1 + _MAX_LINE_SEARCH), maxls=_MAX_LINE_SEARCH,
+                       maxcor=max_corrections, gtol=gtol, ftol=ftol)
     if last["x"] is None or not np.array_equal(res.x, last["x"]):
         record(res.x)
     return res, {k: np.asarray(v, dtype=float) for k, v in trace.items()}
@@ -425,7 +454,7 @@ def solve_frobenius_sdp(C, A, b, sigma=1.0, *, equality=None, tol=1e-6, ftol=0.0
     dual = _SDPDual((C + C.T) / 2, A, b, float(sigma), eq)
     lower = np.where(eq, -np.inf, 0.0)
     res, trace = _run_lbfgsb(
-        dual, np.zeros(len(b)), Bounds(lower, np.inf), start=start, stop=lambda state: False,
+        dual, np.zeros(len(b)), (lower, np.inf), start=start, stop=lambda state: False,
         max_iter=max_iter, max_corrections=max_corrections, gtol=tol, ftol=ftol)
     final = dual.state(res.x)
     converged = final["pg_norm"] <= tol  # the certificate, whatever stopped L-BFGS-B
