@@ -183,6 +183,10 @@ def _run_by_group(exp: Experiment, kind: RunKind, work: tuple[list, list],
     bar = progress(len(todo) + len(tune_todo)) if progress else contextlib.nullcontext()
     fit = functools.partial(kind.run_task, n_jobs=n_jobs, timing_mode=timing)
     record = functools.partial(_record, kind, store, summary, echo)
+    if backend == "loky" and n_jobs > 1 and todo:  # workers on this machine share numba's cache
+        from ..solvers.warmup import compile_kernels
+
+        compile_kernels({t.solver.name: dict(t.solver.params) for t in todo})
     with rows_saved(summary, len(todo)), bar as b, \
             execution_backend(backend, exp.execution.scheduler, n_jobs):
         landing = Landing(n_jobs, backend, TaskClaims(store.dir), b, echo)

@@ -266,7 +266,7 @@ def _compiled_frank_wolfe(rows_t, dsyevr, workspace, threshold, q, mu, tol, max_
             return t - 1, t - 1, True, f_mu, gap
         with objmode(now="float64"):
             now = time.perf_counter()
-        trace[t - 1, 0], trace[t - 1, 1] = f_mu, q.min()
+        trace[t - 1, 0], trace[t - 1, 1] = f_mu, _smallest(q)
         trace[t - 1, 2], trace[t - 1, 3] = gap, now - start
         if report:
             with objmode():
@@ -276,7 +276,8 @@ def _compiled_frank_wolfe(rows_t, dsyevr, workspace, threshold, q, mu, tol, max_
         alpha = 2.0 / (t + 1)
         for r in range(n):
             q[r] = (1 - alpha) * q[r] + alpha * p[r]
-        vecs[t - 1] = v
+        for k in range(v.shape[0]):  # element-wise: an array-to-slice copy would compile
+            vecs[t - 1, k] = v[k]    # numba's shape-mismatch message (string formatting, ~4 s)
         alphas[t - 1] = alpha
         f_prev = f_mu
     f_mu = _smoothed_min_into(q, mu, w)
@@ -436,9 +437,22 @@ def _smoothed_min(q: np.ndarray, mu: float) -> tuple[float, np.ndarray]:
 
 
 @njit(**JIT_OPTIONS)
+def _smallest(q):
+    """``q.min()`` as a plain loop (NaN if any entry is NaN, as ``np.min``), which numba compiles
+    several times faster than its generic ``np.min``."""
+    smallest = q[0]
+    for i in range(q.shape[0]):
+        if q[i] != q[i]:
+            return q[i]
+        if q[i] < smallest:
+            smallest = q[i]
+    return smallest
+
+
+@njit(**JIT_OPTIONS)
 def _smoothed_min_into(q, mu, w):
     """Compiled :func:`_smoothed_min`: the weights into ``w``, ``f_μ`` returned (two passes)."""
-    q_min = q.min()
+    q_min = _smallest(q)
     total = 0.0
     for i in range(q.shape[0]):
         w[i] = np.exp((q_min - q[i]) / mu)

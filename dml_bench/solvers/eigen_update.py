@@ -147,22 +147,37 @@ def _update_positive(lam, V, alpha, z):
             zh = np.copysign(np.sqrt(zhat2[i]), zn[nd[i]])
             for j in range(k):
                 Q[i, j] = -zh / P[i, j]  # (δ_i − λ'_j)⁻¹ ẑ_i
-        Q /= np.sqrt((Q * Q).sum(axis=0))
+        for j in range(k):  # unit columns (a loop: ``sum(axis=0)`` compiles an axis-error message)
+            norm2 = 0.0
+            for i in range(k):
+                norm2 += Q[i, j] * Q[i, j]
+            norm = np.sqrt(norm2)
+            for i in range(k):
+                Q[i, j] /= norm
     for i in range(k):
         lam[nd[i]] = delta[origin[i]] + tau[i]
     if k == d:  # nothing deflated: the roots are already ascending
         return lam, V @ Q
     Vk = np.empty((d, k))
     for i in range(k):
-        Vk[:, i] = V[:, nd[i]]
+        _put_column(Vk, i, V[:, nd[i]])
     Vk = Vk @ Q
     for i in range(k):
-        V[:, nd[i]] = Vk[:, i]
+        _put_column(V, nd[i], Vk[:, i])
     order = np.argsort(lam, kind="mergesort")
     out = np.empty_like(V)
     for i in range(d):
-        out[:, i] = V[:, order[i]]
+        _put_column(out, i, V[:, order[i]])
     return lam[order], out
+
+
+@njit(**JIT_OPTIONS)
+def _put_column(M, j, x):
+    """``M[:, j] = x`` element by element: numba compiles an array-to-slice assignment with its
+    shape-mismatch message, string formatting that takes seconds to compile in every new
+    process (the cache keeps the kernels, not that helper)."""
+    for i in range(M.shape[0]):
+        M[i, j] = x[i]
 
 
 @njit(**JIT_OPTIONS)
@@ -179,9 +194,9 @@ def _givens_concentrate(V, g, zg):
     C = zg[0] * V[:, g[0]]  # C_j = Σ_{i≤j} z_i v_i
     for j in range(m - 1):
         nxt = V[:, g[j + 1]].copy()
-        V[:, g[j]] = C * (zg[j + 1] / (r[j] * r[j + 1])) - nxt * (r[j] / r[j + 1])
+        _put_column(V, g[j], C * (zg[j + 1] / (r[j] * r[j + 1])) - nxt * (r[j] / r[j + 1]))
         C = C + zg[j + 1] * nxt
-    V[:, g[m - 1]] = C / r[m - 1]
+    _put_column(V, g[m - 1], C / r[m - 1])
     return r[m - 1]
 
 

@@ -35,7 +35,7 @@ import time
 from numbers import Integral, Real
 
 import numpy as np
-from numba import njit, vectorize
+from numba import njit
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -59,13 +59,23 @@ def loss_and_slope(m, loss):
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
     m = np.asarray(m, dtype=np.float64)
-    code = LOSSES.index(loss)
-    return _loss(m, code), _slope(m, code)
+    losses, slopes = _loss_and_slope_flat(m.reshape(-1), LOSSES.index(loss))
+    return losses.reshape(m.shape), slopes.reshape(m.shape)
 
 
-@vectorize(["float64(float64, int64)"], cache=True)
+@njit(cache=True, nogil=True)
+def _loss_and_slope_flat(m, code):
+    """:func:`_loss` and :func:`_slope` at every entry of the 1-d array ``m``."""
+    losses, slopes = np.empty_like(m), np.empty_like(m)
+    for i in range(m.shape[0]):
+        losses[i], slopes[i] = _loss(m[i], code), _slope(m[i], code)
+    return losses, slopes
+
+
+@njit(cache=True, nogil=True)
 def _loss(m, code):
-    """ℓ(m) of Table 1 for ``LOSSES[code]`` (a ufunc, also called from compiled code)."""
+    """ℓ(m) of Table 1 for ``LOSSES[code]`` at a scalar ``m`` (compiled on first use, like every
+    kernel here, so that importing the package compiles nothing)."""
     if code == 0:
         return max(0.0, 1.0 - m)
     if code == 1:
@@ -75,9 +85,9 @@ def _loss(m, code):
     return max(0.0, -m) + np.log1p(np.exp(-abs(m)))  # log(1 + e^{−m}), overflow-free
 
 
-@vectorize(["float64(float64, int64)"], cache=True)
+@njit(cache=True, nogil=True)
 def _slope(m, code):
-    """g(m) = −ℓ'(m) of Table 1 for ``LOSSES[code]`` (a ufunc, also called from compiled code)."""
+    """g(m) = −ℓ'(m) of Table 1 for ``LOSSES[code]`` at a scalar ``m``."""
     if code == 0:
         return 1.0 if m < 1.0 else 0.0
     if code == 1:
@@ -101,9 +111,13 @@ def comid_step(eigvals, eigvecs, coef, z, threshold, hard=False):
     """
     if coef != 0.0:
         eigvals, eigvecs = _rank_one_update(eigvals, eigvecs, -coef, z)
-    if hard:
-        return np.where(eigvals < threshold, 0.0, eigvals), eigvecs
-    return np.maximum(eigvals - threshold, 0.0), eigvecs
+    shrunk = np.empty_like(eigvals)  # a loop: np.where's broadcasting compiles for seconds
+    for i in range(eigvals.shape[0]):
+        if hard:
+            shrunk[i] = 0.0 if eigvals[i] < threshold else eigvals[i]
+        else:
+            shrunk[i] = max(eigvals[i] - threshold, 0.0)
+    return shrunk, eigvecs
 
 
 @njit(cache=True, nogil=True)
