@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from scipy import stats
 
 from dml_bench.report import ranking
+from dml_bench.solvers import ITML
 from dml_bench.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -887,3 +888,46 @@ def test_corrupt_lines_of_the_cells_log_are_ignored_with_one_warning(tmp_path, c
     with open(board / "cells.csv", "ab") as fh:  # a watch reading binary junk goes on
         fh.write(b"\xff\x00\x01\n" + b"letter,nca,failed,,600.0,2026-01-01\n")
     assert [row["dataset"] for row in tail.new()] == ["letter"]
+
+
+def test_cells_solved_in_the_span_of_the_points_are_recorded_and_named(tmp_path):
+    """ITML from the identity prior solves in the span when the points are fewer than the
+    features (digits, 56 training points of 64 pixels), not on iris, and not from another prior;
+    Euclidean never does. The record is the learner's own rule, checked against fitted learners."""
+    data = yaml.safe_load((REPO / "configs" / "leaderboard_quick.yaml").read_text())
+    data["datasets"] = [{"name": "digits", "n_samples": 80, "normalize": "zscore"},
+                        {"name": "iris"}]
+    data["solvers"] = [{"name": "euclidean"}, {"name": "itml", "params": {"max_iter": 5}},
+                       {"name": "itml", "label": "itml_cov",
+                        "params": {"max_iter": 5, "prior": "covariance"}}]
+    data["split"]["n_splits"] = 1
+    data["execution"]["n_jobs"] = 1
+    data.pop("notes", None)
+    path = tmp_path / "board.yaml"
+    path.write_text(yaml.safe_dump(data))
+    _invoke("leaderboard", "--config", path, "--results-dir", tmp_path / "r")
+    board = tmp_path / "r" / "leaderboard_quick"
+    table = pd.read_csv(board / "board.csv").set_index(["dataset", "method"])
+    assert table["solved_in_span"].to_dict() == {
+        ("digits", "euclidean"): False, ("digits", "itml"): True, ("digits", "itml_cov"): False,
+        ("iris", "euclidean"): False, ("iris", "itml"): False, ("iris", "itml_cov"): False}
+    runs = pd.read_csv(board / "runs.csv")
+    row = runs[(runs["dataset"] == "digits") & (runs["label"] == "itml")].iloc[0]
+    X = np.random.default_rng(0).normal(size=(int(row["n_train"]), 64))
+    fitted = ITML(max_iter=5).fit(X, np.arange(len(X)) % 3)
+    assert fitted.span_dim_ is not None  # the fitted learner agrees with the record
+    assert "Solved in the span of the training points" in (board / "LEADERBOARD.md").read_text()
+    assert "digits × ITML." in (board / "LEADERBOARD.md").read_text()
+
+
+def test_the_board_records_its_compute_as_the_sum_of_its_fits_wall_times(small_board, tmp_path):
+    _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r")
+    board = tmp_path / "r" / "leaderboard_quick"
+    runs = pd.read_csv(board / "runs.csv")
+    table = pd.read_csv(board / "board.csv")
+    assert table["final_seconds"].sum() == pytest.approx(runs["fit_time"].sum(), rel=1e-5)
+    assert table["tuning_seconds"].sum() == pytest.approx(runs["tuning_time"].fillna(0).sum(),
+                                                          rel=1e-5, abs=1e-6)
+    hours = (runs["fit_time"].sum() + runs["tuning_time"].fillna(0).sum()) / 3600
+    assert f"Compute recorded: {hours:.1f} h of fit wall time" in (
+        board / "LEADERBOARD.md").read_text()

@@ -98,6 +98,15 @@ def _ranks_caption(board: Board, st: Statistics) -> str:
             "run (memory rule), failed: the fit raised, \\dots{} still to run.")
 
 
+def _compute_sentence(table: pd.DataFrame) -> str:
+    """The board's recorded compute: the wall time of every finished fit, summed (final fits and
+    tuning fits; each fit ran on one core, in parallel with others)."""
+    final, tuning = table["final_seconds"].sum() / 3600, table["tuning_seconds"].sum() / 3600
+    return (f"Compute recorded: {final + tuning:.1f} h of fit wall time over the finished tasks "
+            f"({final:.1f} h final fits, {tuning:.1f} h tuning fits), each fit on one core; "
+            "per cell in `board.csv` (`final_seconds`, `tuning_seconds`).")
+
+
 def _hosts_sentence(table: pd.DataFrame, note: str = "") -> str:
     """Which CPUs the complete cells' final fits ran on (a time holds for its host only),
     followed by the board's ``hosts_note`` when it declares one."""
@@ -224,6 +233,7 @@ def _markdown(board: Board, st: Statistics, board_dir: Path, alpha: float,
              f"Budget: {board.budget:g} s of wall-clock time per fit (one BLAS thread per worker); "
              f"memory rule: {board.memory_gb:g} GB per fit. – over budget, n/a cannot run "
              f"(memory rule), failed: the fit raised{errors}, … still to run.", "",
+             _compute_sentence(st.table), "",
              "## Ranks", ""]
     if st.pending:
         lines += [f"**Partial board**: {len(st.pending)} data set(s) have cells still to run and "
@@ -239,6 +249,12 @@ def _markdown(board: Board, st: Statistics, board_dir: Path, alpha: float,
     header = list(rank_table.columns)
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in _shown(rank_table, names=names)]
+    wide = st.table[st.table["solved_in_span"].astype(bool)]
+    if len(wide):
+        lines += ["", "Solved in the span of the training points (more features than points; the "
+                  "same metric as the solve in all coordinates, see each learner's docstring): "
+                  + "; ".join(f"{r.dataset} × {_name(r.method, names)}"
+                              for r in wide.itertuples()) + "."]
     if exp.notes:
         lines += ["", "Notes (the config's `notes:`, by data set / method):", ""]
         lines += [f"- `{key}`: {' '.join(str(text).split())}" for key, text in exp.notes.items()]

@@ -5,6 +5,7 @@ Demšar 2006) over the data sets whose cells have all run.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,11 +20,37 @@ from ..report.knn import read_runs
 from .board import Board, read_cells
 
 
+def _seconds(by_id: pd.DataFrame, have: list) -> dict:
+    """The wall seconds that a cell's finished tasks took: their final fits and their tuning
+    fits (each task's ``tuning_time``), summed."""
+    rows = by_id.loc[have] if have else by_id.iloc[:0]
+    total = {}
+    for column, key in (("fit_time", "final_seconds"), ("tuning_time", "tuning_seconds")):
+        values = rows[column] if column in rows else pd.Series(dtype=float)
+        total[key] = float(pd.to_numeric(values, errors="coerce").fillna(0.0).sum())
+    return total
+
+
+def solved_in_span(row) -> bool:
+    """Whether the fit of a ``runs.csv`` row solved in the span of its training points: more
+    features than training points, and the learner's own rule at the row's parameters
+    (``MetricLearner._solves_in_span``, :mod:`dml_bench.solvers.span`)."""
+    from ..solvers import SOLVERS
+
+    if row["solver"] not in set(SOLVERS) or not int(row["n_features"]) > int(row["n_train"]):
+        return False
+    rule = getattr(SOLVERS[row["solver"]](**json.loads(row["solver_params"])),
+                   "_solves_in_span", None)
+    return bool(rule is not None and rule())
+
+
 def board_table(board: Board, board_dir: Path, data: DataPlace = DEFAULT_PLACE) -> pd.DataFrame:
     """One row per (data set, method) cell of the board: its status and, when complete, the mean
     and std of its test error over the splits and its mean final-fit time.
 
-    Status: ``complete`` (every split has a row), ``over_budget`` (from ``cells.csv``, at this
+    ``solved_in_span``: the cell's fits solved in the span of the training points
+    (:func:`solved_in_span`); ``final_seconds`` and ``tuning_seconds``: the wall seconds of its
+    finished tasks' final and tuning fits. Status: ``complete`` (every split has a row), ``over_budget`` (from ``cells.csv``, at this
     budget or a larger one: before completeness, since a fit over the budget can land last),
     ``cannot_run``, ``failed`` (from ``cells.csv``), ``no_data`` (the data set is not available
     here) or ``pending`` (still to run).
@@ -45,7 +72,8 @@ def board_table(board: Board, board_dir: Path, data: DataPlace = DEFAULT_PLACE) 
         have = [i for i in ids if i in by_id.index]
         row = {"dataset": d, "method": s, "n_splits": len(ids), "n_done": len(have),
                "error": np.nan, "error_std": np.nan, "fit_time": np.nan, "hosts": "",
-               "reason": ""}
+               "reason": "", "solved_in_span": bool(have) and solved_in_span(by_id.loc[have[0]]),
+               **_seconds(by_id, have)}
         over = (d, s) in marks.index and marks.loc[(d, s), "status"] == "over_budget" \
             and float(marks.loc[(d, s), "budget_seconds"]) >= board.budget
         if d in no_data:
