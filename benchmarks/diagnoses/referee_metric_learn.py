@@ -1,5 +1,5 @@
-"""Referee: metric-learn 0.7.0's ITML, MMC and LMNN on Ying & Li Table 4's small sets, on our
-splits, preprocessing, pairs and tuned parameters, beside our committed cells.
+"""Referee: metric-learn 0.7.0's ITML, MMC and LMNN on Ying & Li Table 4's small sets and USPS,
+on our splits, preprocessing, pairs and tuned parameters, beside our committed cells.
 
 Per data set and split of ``configs/ying2012_table4.yaml`` (the runner's own ``prepare_split``:
 the same training and test parts and the same k-NN pairs), metric-learn fits, in its own
@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "timing"))
 from bench_metric_learn import DEFAULT_VENV, ONE_THREAD, VENV_ENV, metric_learn_python  # noqa: E402
 
 CONFIG = "configs/ying2012_table4.yaml"
-DATASETS = ("wine", "iris", "breast_cancer", "pima", "segment")
+DATASETS = ("wine", "iris", "breast_cancer", "pima", "segment", "usps")
 METHODS = ("itml", "xing", "lmnn")
 WORKER = Path(__file__).with_name("referee_worker.py")
 OUT = Path("results") / "ying2012_table4_diagnosis"

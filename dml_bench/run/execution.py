@@ -200,7 +200,8 @@ def open_logs(exp, results_root: str | Path,
     tuning = RunStore(store.dir, "tuning", TUNE_COLUMNS)
     store.check()
     tuning.check()
-    write_text(store.dir / "config.yaml", yaml.safe_dump(exp.to_dict(), sort_keys=False))
+    write_text(store.dir / "config.yaml", yaml.safe_dump(exp.to_dict(), sort_keys=False,
+                                                        allow_unicode=True))
     return store, tuning
 
 
