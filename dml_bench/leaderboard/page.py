@@ -98,6 +98,22 @@ def _ranks_caption(board: Board, st: Statistics) -> str:
             "run (memory rule), failed: the fit raised, \\dots{} still to run.")
 
 
+def _under_the_ranks(table: pd.DataFrame, notes: dict, names: dict[str, str] | None) -> list:
+    """The lines under the rank table: the cells solved in the span of the training points, then
+    the config's notes."""
+    lines = []
+    wide = table[table["solved_in_span"].astype(bool)]
+    if len(wide):
+        lines += ["", "Solved in the span of the training points (more features than points; the "
+                  "same metric as the solve in all coordinates, see each learner's docstring): "
+                  + "; ".join(f"{r.dataset} × {_name(r.method, names)}"
+                              for r in wide.itertuples()) + "."]
+    if notes:
+        lines += ["", "Notes (the config's `notes:`, by data set / method):", ""]
+        lines += [f"- `{key}`: {' '.join(str(text).split())}" for key, text in notes.items()]
+    return lines
+
+
 def _compute_sentence(table: pd.DataFrame) -> str:
     """The board's recorded compute: the wall time of every finished fit, summed (final fits and
     tuning fits; each fit ran on one core, in parallel with others)."""
@@ -249,15 +265,7 @@ def _markdown(board: Board, st: Statistics, board_dir: Path, alpha: float,
     header = list(rank_table.columns)
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in _shown(rank_table, names=names)]
-    wide = st.table[st.table["solved_in_span"].astype(bool)]
-    if len(wide):
-        lines += ["", "Solved in the span of the training points (more features than points; the "
-                  "same metric as the solve in all coordinates, see each learner's docstring): "
-                  + "; ".join(f"{r.dataset} × {_name(r.method, names)}"
-                              for r in wide.itertuples()) + "."]
-    if exp.notes:
-        lines += ["", "Notes (the config's `notes:`, by data set / method):", ""]
-        lines += [f"- `{key}`: {' '.join(str(text).split())}" for key, text in exp.notes.items()]
+    lines += _under_the_ranks(st.table, exp.notes, names)
     lines += ["", "## Significance", ""]
     if fr is None:
         lines += ["Not enough ranked data sets (≥ 2) or methods (≥ 3) for the Friedman test."]
