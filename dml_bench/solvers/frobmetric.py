@@ -19,6 +19,8 @@ formed as ``X̄ᵀ (L_w X̄)`` with the sparse weighted pair Laplacian ``L_w`` (
 its sparsity pattern built once per fit; n×d×d flops instead of n_pairs×d×d), and all margins
 come row-wise from the points mapped by the factor ``F`` of ``X = F Fᵀ`` (positive eigenpairs):
 ``z = Fᵀx``, ``q_p = ‖z_a − z_b‖²``, ``⟨A_r, X⟩ = q_impostor − q_target``. No ``A_r`` is formed.
+L-BFGS-B runs through :func:`.lbfgsb.minimize_box`: scipy's compiled routine with the box bounds
+as arrays (one dual variable per triplet), the same iterates as ``scipy.optimize.minimize``.
 
 With more features than training points FrobMetric solves in the span of the points
 (:mod:`.span`): every ``A_r`` lies in it, so ``Â`` and ``(Â)₋`` do, the dual (5), its gradient
