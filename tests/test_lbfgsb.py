@@ -100,9 +100,10 @@ def test_the_direct_driver_is_used_by_the_scipy_versions_it_was_written_for():
         assert not DIRECT
 
 
-def test_inverted_bounds_are_refused():
+@pytest.mark.parametrize("direct", [DIRECT, False])
+def test_inverted_bounds_are_refused_with_one_message_on_either_path(direct):
     with pytest.raises(ValueError, match="lower bound is greater"):
-        minimize_box(quadratic(4), np.zeros(4), 1.0, 0.0)
+        minimize_box(quadratic(4), np.zeros(4), 1.0, 0.0, direct=direct)
 
 
 def frobmetric_problem(seed=0, n=60, d=6, m=900):

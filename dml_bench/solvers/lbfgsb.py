@@ -65,13 +65,13 @@ def minimize_box(fun, x0, lower, upper, *, callback=None, maxiter=15000, maxfun=
     upper = np.broadcast_to(np.asarray(upper, dtype=np.float64), (n,))
     options = {"maxiter": maxiter, "maxfun": maxfun, "maxls": maxls, "maxcor": maxcor,
                "gtol": gtol, "ftol": ftol}
+    if np.any(lower > upper):  # one message whichever path runs
+        raise ValueError("L-BFGS-B: a lower bound is greater than its upper bound")
     if direct is None:
         direct = direct_available()
     if not direct or np.any(lower == upper):  # minimize removes fixed variables first
         return minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=Bounds(lower, upper),
                         callback=callback, options=options)
-    if np.any(lower > upper):
-        raise ValueError("L-BFGS-B: a lower bound is greater than its upper bound")
     return _drive(fun, np.clip(x0, lower, upper), lower, upper, callback=callback, **options)
 
 
