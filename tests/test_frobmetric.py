@@ -100,6 +100,10 @@ def test_primal_optimum_matches_cvxpy(seed, C):
     assert np.linalg.eigvalsh(model.metric_).min() >= -1e-12 * np.abs(model.metric_).max()
     np.testing.assert_allclose(model.components_.T @ model.components_, model.metric_,
                                atol=1e-12 * np.abs(model.metric_).max())
+    # rows by decreasing eigenvalue: their squared norms are M's eigenvalues, largest first
+    row_norms = (model.components_ ** 2).sum(axis=1)
+    np.testing.assert_allclose(row_norms, np.linalg.eigvalsh(model.metric_)[::-1],
+                               atol=1e-12 * np.abs(model.metric_).max())
 
 
 @pytest.mark.parametrize("seed,C", CASES)

@@ -76,7 +76,7 @@ def test_without_the_warm_up_the_fit_compiles_the_same_kernels(tmp_path):
     assert compiled_in_fresh_process(FIT, tmp_path / "b") == warm
 
 
-def test_plug_ins_and_failing_learners_are_passed_over(monkeypatch):
+def test_plug_ins_and_failing_learners_are_passed_over():
     fitted = warmup.compile_kernels({"euclidean": {}, "itml": {"gamma": -1.0},
                                      "not.a.module:Learner": {}})
     assert fitted == ["euclidean"]  # itml's bad parameter fails its validation; no plug-in runs

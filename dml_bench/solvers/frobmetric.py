@@ -49,8 +49,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .base import VERBOSE, MetricLearner, report_progress, store_params, warn_not_converged
 from .lbfgsb import minimize_box
-from .linalg import (JIT_OPTIONS, PairOuterSum, components_from_psd, eigh_all,
-                     pair_sq_distances, triplet_pairs)
+from .linalg import JIT_OPTIONS, PairOuterSum, eigh_all, pair_sq_distances, triplet_pairs
 
 STOPPING_RULES = ("gap", "lbfgsb")
 #: ``factr = 1e7`` of the L-BFGS-B Fortran code (its default, "moderate accuracy") as scipy's ftol
@@ -186,7 +185,7 @@ class FrobMetric(MetricLearner):
                             "decrease ≤ factr·ε"), **lbfgsb_end(res, self.max_iter),
                 reached=f"relative duality gap {final['gap'] / final['primal']:.3g}", hint=hint)
         self.metric_ = dual.metric()
-        self.components_ = components_from_psd(self.metric_)
+        self.components_ = dual.components()
         self.dual_coef_ = res.x * dual.c
         self.objective_ = float(final["primal"])
         self.dual_objective_ = float(final["objective"])
@@ -215,6 +214,15 @@ class _CachedDual:
     def metric(self):
         """The primal matrix at the last evaluated point."""
         return (self._U * self._lam) @ self._U.T
+
+    def components(self):
+        """L with ``LᵀL`` the primal matrix, from the eigenpairs at hand (no second
+        eigendecomposition): ``Λ^{1/2} Uᵀ``, rows by decreasing eigenvalue, zero rows for the
+        rest (the layout of :func:`~.linalg.components_from_psd`)."""
+        order = np.argsort(self._lam)[::-1]
+        L = np.zeros((self._U.shape[0], self._U.shape[0]))
+        L[:len(order)] = (self._U[:, order] * np.sqrt(self._lam[order])).T
+        return L
 
 
 class _TripletDual(_CachedDual):
