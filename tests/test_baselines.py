@@ -15,7 +15,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neighbors import NeighborhoodComponentsAnalysis
 
 from dml_bench.constraints import Constraints
-from dml_bench.solvers.baselines import LDA, LDML, NCA, RCA, PCAMetric, ldml_gradient, ldml_loglik
+from dml_bench.solvers.baselines import LDA, NCA, RCA, PCAMetric
+from dml_bench.solvers.ldml import LDML, ldml_gradient, ldml_loglik
 from dml_bench.solvers.linalg import PairOuterSum
 
 cp = pytest.importorskip("cvxpy")

@@ -345,3 +345,33 @@ def test_frobenius_sdp_accepts_lists_and_refuses_bad_shapes():
         solve_frobenius_sdp(C, A, b[:3], 2.0)
     with pytest.raises(ValueError):
         solve_frobenius_sdp(C, A, b, 0.0)
+
+
+def largest_free_margin_violation(model, X, triplets, C):
+    """dlib's stopping measure from the fitted metric and duals alone: the largest
+    |⟨A_r, M⟩ − 1| over the triplets whose u_r is not held at 0 (margin > 1) or at C/m
+    (margin < 1)."""
+    margins = np.einsum("rij,ij->r", explicit_A(X, triplets), model.metric_)
+    u, top = model.dual_coef_, C / len(triplets)
+    held = ((u <= 0) & (margins > 1)) | ((u >= top) & (margins < 1))
+    return np.abs(margins - 1)[~held].max(initial=0.0)
+
+
+@pytest.mark.parametrize("seed,C", CASES)
+def test_free_gradient_rule_stops_at_the_first_iterate_within_tol(seed, C):
+    """``stopping="free_gradient"`` (dlib's rule, eps = 0.1) holds where the fit stops, measured
+    on the returned metric and duals, and not one L-BFGS-B iteration earlier."""
+    X, T = tiny_problem(seed)
+    model = fit(X, T, C=C, stopping="free_gradient", tol=0.1)
+    assert model.converged_ and largest_free_margin_violation(model, X, T, C) < 0.1
+    assert model.n_iter_ > 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        before = FrobMetric(C=C, stopping="free_gradient", tol=0.1,
+                            max_iter=model.n_iter_ - 1).fit(X, constraints=as_constraints(T))
+    assert not before.converged_ and largest_free_margin_violation(before, X, T, C) >= 0.1
+    # a tight tolerance gets the optimum: every free margin is 1 (the KKT conditions)
+    tight = fit(X, T, C=C, stopping="free_gradient", tol=1e-7)
+    assert largest_free_margin_violation(tight, X, T, C) < 1e-7
+    _, M_ref = cvxpy_p3(X, T, C)
+    assert np.linalg.norm(tight.metric_ - M_ref) <= 1e-4 * np.linalg.norm(M_ref)

@@ -16,7 +16,7 @@ The solver stage: after the datasets, splits and constraints, before the evaluat
 
 from ..registry import Registry, check_solver
 from .base import MetricLearner
-from .baselines import LDA, LDML, NCA, RCA, PCAMetric
+from .baselines import LDA, NCA, RCA, PCAMetric
 from .boostmetric import BoostMetric
 from .covariance import Covariance
 from .dml_eig import DMLEig
@@ -24,6 +24,7 @@ from .elm import KernelELM
 from .euclidean import Euclidean
 from .frobmetric import FrobMetric, solve_frobenius_sdp
 from .itml import ITML
+from .ldml import LDML
 from .lfda import LFDA
 from .lmnn import LMNN
 from .lmnn_eig import LMNNEig

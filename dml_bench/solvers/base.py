@@ -54,6 +54,7 @@ from sklearn.utils._param_validation import (Hidden, Interval, InvalidParameterE
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..constraints import Constraints, knn_triplets
+from .linalg import check_square_memory
 from .span import lift_identity_complement, span_basis
 from .weak import WeaklySupervisedMixin, accepts_tuples
 
@@ -193,6 +194,9 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
     #: span of the training points' differences set it: with more features than points they
     #: solve in that span (:mod:`.span`)
     span_complement: ClassVar[str | None] = None
+    #: d×d arrays alive while a fit in the span lifts its results (None: 3 for an identity
+    #: complement, 2 for a zero one)
+    _lifted_square_arrays: ClassVar[int | None] = None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -288,17 +292,33 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
             if self.span_complement is not None:
                 self.span_dim_ = self.span_basis_ = None
             return
+        # the lifted d×d results (metric_, an identity lift's components_ and the products
+        # forming them), refused in one line before any work when they cannot fit
+        check_square_memory(type(self).__name__, X.shape[1], self._lifted_square_arrays
+                            or (3 if self.span_complement == "identity" else 2), "d",
+                            getattr(self, "memory_limit_gb", None))
         self._off_span_dim = X.shape[1] - V.shape[1]  # the identity's dimensions off the span
         self._fit(X @ V, y, constraints)
         if self.span_complement == "identity":
-            self.components_ = lift_identity_complement(self.components_, V)
-            self.metric_ = lift_identity_complement(self.metric_, V)
+            c = self._span_complement_scale()
+            if c == 1.0:
+                self.components_ = lift_identity_complement(self.components_, V)
+                self.metric_ = lift_identity_complement(self.metric_, V)
+            else:  # c·I off the span: c·(I + V (M_V/c − I) Vᵀ), and √c times the factor's lift
+                self.components_ = np.sqrt(c) * lift_identity_complement(
+                    self.components_ / np.sqrt(c), V)
+                self.metric_ = c * lift_identity_complement(self.metric_ / c, V)
         else:  # "zero": M = V M_V Vᵀ, L = L_V Vᵀ
             self.components_ = np.ascontiguousarray(self.components_ @ V.T)
             self.metric_ = V @ self.metric_ @ V.T
         self._lift_from_span(V)
         self.span_dim_ = V.shape[1]
         self.span_basis_ = V
+
+    def _span_complement_scale(self) -> float:
+        """The multiple of the identity that an ``"identity"`` learner's metric is off the span
+        after its fit (1 unless the learner rescales its metric, as LDML does)."""
+        return 1.0
 
     def _lift_from_span(self, V: np.ndarray) -> None:
         """Lift the learner's other fitted d-sized attributes after a fit in the span (none

@@ -33,6 +33,13 @@ pair sums c of u, formed as ``X̄ᵀ L_c X̄`` (``linalg.PairOuterSum``: one spa
 n_points×d×d GEMM); its top eigenpair is one LAPACK call on the d×d matrix. Then
 ``H_rj = (a_r·v)² − (b_r·v)²`` from ``z = X v`` (one pass over the points), the margins are kept
 incrementally, ``ρ ← ρ + w_j H_j``, and X is assembled once at the end from its rank-one terms.
+
+With more features than training points BoostMetric solves in the span of the points
+(:mod:`.span`), exactly: X starts at 0 and each base learner is the top eigenvector of
+``Â = Σ_r u_r A_r``, a combination of the triplets' difference outer products. When
+``λ_max(Â) > 0`` that eigenvector lies in the range of Â, in the span; otherwise
+``λ_max(Â) ≤ 0 ≤ v`` and step 3 stops both solves. The margins, u and the weights are the same on
+the span coordinates, and X is zero off the span.
 """
 
 from __future__ import annotations
@@ -93,8 +100,13 @@ class BoostMetric(MetricLearner):
     ----------
     metric_ : ndarray (d, d)
         ``X = Σ_j w_j v_j v_jᵀ``.
-    components_ : ndarray (d, d)
-        L with X = LᵀL.
+    components_ : ndarray (d, d), or (``span_dim_``, d)
+        L with X = LᵀL (one row per span coordinate after a solve in the span).
+    span_dim_ : int or None
+        The dimension q of the span of the training points it solved in (module docstring),
+        None when it solved in all d coordinates.
+    span_basis_ : ndarray of shape (d, ``span_dim_``) or None
+        The orthonormal basis V of that span.
     base_learners_ : ndarray (J, d)
         Unit vectors v_j of the base learners ``Z_j = v_j v_jᵀ``, in the order they were added.
     weights_ : ndarray (J,)
@@ -132,6 +144,8 @@ class BoostMetric(MetricLearner):
     """
 
     constraint_kind = "triplets"
+    #: X = Σ_j w_j v_j v_jᵀ from X = 0, each v_j in the range of Σ_r u_r A_r (module docstring)
+    span_complement = "zero"
     optimality_measure = "relative_dual_infeasibility"
     _parameter_constraints: dict = {
         "v": [Interval(Real, 0, None, closed="left")],  # open at ∞: v is finite
@@ -223,6 +237,11 @@ class BoostMetric(MetricLearner):
         self.unbounded_ = unbounded
         self.optimality_ = float(optimality)
         self.trace_ = {k: np.asarray(vals, dtype=float) for k, vals in trace.items()}
+
+
+    def _lift_from_span(self, V: np.ndarray) -> None:
+        """The base learners' vectors back in the d coordinates after a solve in the span."""
+        self.base_learners_ = np.ascontiguousarray(self.base_learners_ @ V.T)
 
 
 def _not_converged_hint(nu, rho, weights) -> str:

@@ -51,7 +51,7 @@ from .base import VERBOSE, MetricLearner, report_progress, store_params, warn_no
 from .lbfgsb import minimize_box
 from .linalg import JIT_OPTIONS, PairOuterSum, eigh_all, pair_sq_distances, triplet_pairs
 
-STOPPING_RULES = ("gap", "lbfgsb")
+STOPPING_RULES = ("gap", "lbfgsb", "free_gradient")
 #: ``factr = 1e7`` of the L-BFGS-B Fortran code (its default, "moderate accuracy") as scipy's ftol
 LBFGSB_DEFAULT_FTOL = 1e7 * np.finfo(float).eps
 
@@ -71,15 +71,22 @@ class FrobMetric(MetricLearner):
         ``X_u = (Σ u_r A_r)₊`` (Eq. (6)) is primal feasible with ``ξ_r = max(0, 1 − ⟨A_r, X_u⟩)``,
         so the gap bounds the primal sub-optimality of the returned metric.
         ``stopping="lbfgsb"``: L-BFGS-B's ``pgtol`` on the projected gradient of the dual in
-        margin units (see ``trace_["pg_norm"]``).
+        margin units (see ``trace_["pg_norm"]``). ``stopping="free_gradient"``: the largest
+        ``|⟨A_r, X_u⟩ − 1|`` over the dual variables that their gradient does not hold at a bound.
     max_iter : int, default=1000
         Cap on L-BFGS-B iterations (not given in the paper, which reports 20–30 iterations
         as typical).
-    stopping : {"gap", "lbfgsb"}, default="gap"
+    stopping : {"gap", "lbfgsb", "free_gradient"}, default="gap"
         ``"gap"``: the duality-gap certificate above. ``"lbfgsb"``: L-BFGS-B's own rules, projected
         gradient ≤ ``tol`` or relative decrease of the dual ≤ ``factr·ε`` with the Fortran
         default ``factr = 1e7`` — what an off-the-shelf L-BFGS-B call as in the paper does; it
-        can stop with a relative gap of 1e-3 on hard instances.
+        can stop with a relative gap of 1e-3 on hard instances. ``"free_gradient"``: the rule of
+        dlib's implementation of the method (``vector_normalizer_frobmetric``, with its
+        ``eps = 0.1`` as ``tol``): every dual variable that is not at a bound its gradient pushes
+        it against has ``|⟨A_r, X_u⟩ − 1| < tol``, i.e. each triplet's margin is within ``tol``
+        of 1 unless its multiplier is 0 with the margin above 1 or ``C₃/m`` with the margin
+        below. Unlike L-BFGS-B's projected gradient, a variable close to its bound counts with
+        its whole gradient, not with its distance to the bound.
     max_corrections : int, default=10
         L-BFGS-B memory (scipy's default; not stated in the paper).
     verbose : int, default=0
@@ -155,9 +162,12 @@ class FrobMetric(MetricLearner):
         dual = _TripletDual(X, triplets, float(self.C))
         m = len(triplets)
         by_gap = self.stopping == "gap"
+        own_rule = self.stopping != "lbfgsb"  # checked here, not by L-BFGS-B
 
         def stop(state):
-            return by_gap and state["gap"] <= self.tol * abs(state["primal"])
+            if by_gap:
+                return state["gap"] <= self.tol * abs(state["primal"])
+            return own_rule and dual.free_gradient() < self.tol
 
         report = None
         if self.verbose >= 2:
@@ -169,10 +179,10 @@ class FrobMetric(MetricLearner):
         res, trace = _run_lbfgsb(
             dual, np.zeros(m), (0.0, 1.0), start=start, stop=stop,
             max_iter=self.max_iter, max_corrections=self.max_corrections,
-            gtol=0.0 if by_gap else self.tol, ftol=0.0 if by_gap else LBFGSB_DEFAULT_FTOL,
+            gtol=0.0 if own_rule else self.tol, ftol=0.0 if own_rule else LBFGSB_DEFAULT_FTOL,
             report=report)
         final = dual.state(res.x)
-        converged = stop(final) if by_gap else res.status == 0
+        converged = stop(final) if own_rule else res.status == 0
         if not converged:
             hint = "raise max_iter (or tol)" + (
                 "" if np.any(res.x >= 1.0) else
@@ -180,9 +190,8 @@ class FrobMetric(MetricLearner):
                 "squared distances far above the margin of 1 make C irrelevant and the dual "
                 "ill-conditioned: rescale the features (e.g. normalize: global_maxabs)")
             warn_not_converged(
-                self, rule=(f"relative duality gap ≤ tol = {self.tol:g}" if by_gap else
-                            f"L-BFGS-B's projected gradient ≤ tol = {self.tol:g} or relative "
-                            "decrease ≤ factr·ε"), **lbfgsb_end(res, self.max_iter),
+                self, rule=_RULE_TEXT[self.stopping].format(tol=self.tol),
+                **lbfgsb_end(res, self.max_iter),
                 reached=f"relative duality gap {final['gap'] / final['primal']:.3g}", hint=hint)
         self.metric_ = dual.metric()
         self.components_ = dual.components()
@@ -193,6 +202,13 @@ class FrobMetric(MetricLearner):
         self.converged_ = bool(converged)
         self.optimality_ = float(final["gap"] / abs(final["primal"]))
         self.trace_ = trace
+
+
+_RULE_TEXT = {
+    "gap": "relative duality gap ≤ tol = {tol:g}",
+    "lbfgsb": "L-BFGS-B's projected gradient ≤ tol = {tol:g} or relative decrease ≤ factr·ε",
+    "free_gradient": "|⟨A_r, X⟩ − 1| < tol = {tol:g} on every dual variable not held at a bound",
+}
 
 
 class _CachedDual:
@@ -210,6 +226,13 @@ class _CachedDual:
     def state(self, point):
         self(point)
         return self._state
+
+    def free_gradient(self):
+        """``max |∇f_r|`` at the last evaluated point over the variables of ``[0, 1]^m`` that the
+        gradient does not push against their bound (0 where every variable is held)."""
+        v, g = self._point, self._grad
+        free = ~(((v <= 0.0) & (g > 0.0)) | ((v >= 1.0) & (g < 0.0)))
+        return float(np.abs(g[free]).max()) if free.any() else 0.0
 
     def metric(self):
         """The primal matrix at the last evaluated point."""

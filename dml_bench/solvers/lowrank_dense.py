@@ -8,6 +8,14 @@ gradient, projection every iteration, η_t = c/√t), :class:`LowRankSGDBatch` (
 constant step), :class:`LowRankFW` (Frank-Wolfe, η_t = c/(t + 2)), :class:`LowRankSGDOne`
 (Mahdavi et al. 2012: one projection at the end).
 
+With more features than training points GD, SGD, SGD-Batch and FW solve in the span of the
+points (:mod:`.span`), exactly: W starts at 0, the hinge gradients are combinations of the
+triplets' difference outer products, and the trace term's λI only shifts the eigenvalues. A
+projection keeps the eigenpairs of ``W − ηG`` above ηλ ≥ 0, and a Frank-Wolfe vertex the
+positive ones of ``−G − λI``; off the span these eigenvalues are 0 and −λ, never kept, so W
+stays zero there. SGD-One does not: between its projections its iterate goes negative off the
+span, where the eigenvector of its λ_min constraint then lies.
+
 References
 ----------
 J. Zhang and L. Zhang. Efficient stochastic optimization for low-rank distance metric learning.
@@ -101,6 +109,8 @@ class _DenseBase(LowRankDMLBase):
     O(d³) cost that SGD-IncSVD avoids, but not the eigenvectors that the projection drops.
     """
 
+    #: W = 0 to start; every projection or vertex keeps W zero off the span (module docstring)
+    span_complement = "zero"
     #: d×d float64 arrays alive at once at the peak: W, the gradient, the matrix decomposed, the
     #: copy LAPACK works on (its eigenvectors in place; the matrix itself is kept for a fallback
     #: driver, ``linalg._eigh_lower``) and ``syevd``'s workspace of 2 d² (the peak that
@@ -437,6 +447,9 @@ class LowRankSGDOne(_DenseBase):
     M. Mahdavi, T. Yang, R. Jin, S. Zhu and J. Yi. Stochastic gradient descent with only one
     projection. NIPS 2012. J. Zhang and L. Zhang. AAAI 2017, §Experiments.
     """
+
+    #: its iterate goes negative off the span between projections (module docstring)
+    span_complement = None
 
     _schedule = "constant"
     _n_dense = 6    # W, the running average of the iterates and the step's arrays at the peak

@@ -91,10 +91,24 @@ class LSML(MetricLearner):
         ``optimality_``, after the step), ``step`` (the accepted step length), ``violated``
         (comparisons with a positive residual) and ``time`` (seconds since the start of ``fit``).
 
+    span_dim_ : int or None
+        The dimension q of the span of the training points it solved in (Notes), None when it
+        solved in all d coordinates.
+    span_basis_ : ndarray of shape (d, ``span_dim_``) or None
+        The orthonormal basis V of that span.
+
     Notes
     -----
     The paper also extends the model to promote sparsity in M; that extension is not
     implemented here. Every comparison has weight 1.
+
+    With the identity prior and more features than training points LSML solves in the span of
+    the points (:mod:`.span`), exactly: the comparisons' gradient is a combination of pair
+    differences' outer products, and the prior's gradient ``λ(I − M⁻¹)`` is zero off the span
+    where M = I, so from M₀ = I every iterate is the identity there. ``D_ld(M, I)`` is then the
+    same on the span coordinates (the complement adds d − q to the trace and to d), and so are
+    the distances, f, the gradient's norm and the line search. With the covariance prior it
+    does not reduce.
 
     References
     ----------
@@ -105,6 +119,8 @@ class LSML(MetricLearner):
     """
 
     constraint_kind = "triplets"
+    #: from M₀ = I, the identity off the span (Notes); not with the covariance prior
+    span_complement = "identity"
     optimality_measure = "relative_gradient_norm"
 
     _parameter_constraints: dict = {
@@ -150,6 +166,9 @@ class LSML(MetricLearner):
         """Nothing here: :meth:`_fit` says in one line what is missing."""
         return ()
 
+    def _solves_in_span(self) -> bool:
+        return super()._solves_in_span() and self.prior == "identity"
+
     def _fit(self, X, y, constraints):
         start = time.perf_counter()
         quads = comparisons(constraints, getattr(self, "_quadruplets", None), len(X))
@@ -157,7 +176,8 @@ class LSML(MetricLearner):
         f = LSMLObjective(X, quads, A, float(self.regularization))
         M0 = np.linalg.inv(A) if self.prior != "identity" else np.eye(X.shape[1])
         M, trace, converged, value, grad_ratio, n_violated = armijo_descent(
-            f, M0, self.tol, self.max_iter, start, self if self.verbose >= 2 else None)
+            f, M0, self.tol, self.max_iter, start, self if self.verbose >= 2 else None,
+            off_span=self._off_span_dim)
         if not converged:
             steps, cap = len(trace["objective"]), f"max_iter = {self.max_iter} steps"
             warn_not_converged(
@@ -274,14 +294,15 @@ class LSMLObjective:
         return (G + G.T) / 2, len(active)
 
 
-def armijo_descent(f: LSMLObjective, M, tol, max_iter, start, reporter=None):
+def armijo_descent(f: LSMLObjective, M, tol, max_iter, start, reporter=None, off_span=0):
     """Gradient descent on f from M with Armijo backtracking (``ARMIJO_C``, ``BACKTRACK``).
 
     The first trial step of an iteration is twice the last accepted one
     (``2 ‖M₀‖_F / ‖∇f(M₀)‖_F`` at first); it is halved until ``M − t∇f`` is positive definite and
     ``f(M − t∇f) ≤ f(M) − ARMIJO_C · t ‖∇f‖_F²``. Returns (M, trace, converged, f(M),
     ‖∇f(M)‖_F / ‖∇f(M₀)‖_F, violated comparisons at M); a progress line per step for
-    ``reporter`` (``verbose ≥ 2``).
+    ``reporter`` (``verbose ≥ 2``). ``off_span``: the dimensions off the span of a solve in the
+    span, where M₀ is the identity (they count in ‖M₀‖_F).
     """
     value, state = f.value(M)
     G, violated = f.gradient(state)
@@ -291,7 +312,7 @@ def armijo_descent(f: LSMLObjective, M, tol, max_iter, start, reporter=None):
         for key, val in zip(trace, (value, 0.0, 0.0, violated, time.perf_counter() - start)):
             trace[key].append(val)
         return M, trace, True, value, 0.0, violated
-    step = float(np.linalg.norm(M)) / norm0
+    step = float(np.sqrt(np.vdot(M, M) + off_span)) / norm0
     min_step = MIN_RELATIVE_STEP * step
     ratio = 1.0
     for _ in range(max_iter):

@@ -32,6 +32,14 @@ The pass over the pairs is one compiled loop (numba, :func:`_pola_pass`) that ca
 ``dsyevr`` directly (scipy's ``cython_lapack``) for that eigenpair, so a round costs no interpreter
 overhead; ``fit`` returns to Python only between two trace records.
 
+With more features than training points POLA solves in the span of the points
+(:mod:`.span`), exactly: from ``A_1 = 0`` every half-space step adds a multiple of ``v vᵀ`` with
+``v`` a difference of two points, and the PSD step removes an eigenvector of a negative
+eigenvalue, which lies in the range of Â and so in the span; on its complement A stays 0
+(``λ_min(Â) < 0`` on all d coordinates exactly when it is on the span coordinates). The pair
+distances, the losses and b are the same on the span coordinates, and ``metric_`` is zero off
+the span.
+
 Loss bound (Theorem 1 of the paper): if ``R ≥ ‖x_τ − z_τ‖⁴ + 1`` for every τ and some
 ``A* ⪰ 0, b* ≥ 1`` has ``ℓ_τ(A*, b*) = 0`` for every τ, then from ``A_1 = 0, b_1 = 1``,
 ``Σ_τ ℓ_τ(A_τ, b_τ)² ≤ R (‖A*‖_F² + (b* − 1)²)`` for any number of rounds; every prediction
@@ -205,8 +213,13 @@ class POLA(MetricLearner):
     ----------
     metric_ : ndarray (d, d)
         The last iterate ``A`` (PSD).
-    components_ : ndarray (d, d)
-        L with ``A = LᵀL``.
+    components_ : ndarray (d, d), or (``span_dim_``, d)
+        L with ``A = LᵀL`` (one row per span coordinate after a solve in the span).
+    span_dim_ : int or None
+        The dimension q of the span of the training points it solved in (module docstring),
+        None when it solved in all d coordinates.
+    span_basis_ : ndarray of shape (d, ``span_dim_``) or None
+        The orthonormal basis V of that span (``metric_ = V A_V Vᵀ``).
     threshold_ : float
         The last threshold ``b`` (≥ 1): a pair is predicted similar when ``d_A² ≤ b``.
     objective_ : float
@@ -251,6 +264,9 @@ class POLA(MetricLearner):
     """
 
     constraint_kind = "pairs"
+    #: every update is a multiple of a pair difference's outer product, or removes an
+    #: eigenvector of Â's range, from A_1 = 0 (module docstring)
+    span_complement = "zero"
     optimality_measure = "none (fixed number of passes)"
     _parameter_constraints: dict = {
         "n_epochs": [Interval(Integral, 1, None, closed="left")],
