@@ -235,7 +235,13 @@ def _watch(child: subprocess.Popen, logs: _CellLogs, started: list, last: tuple,
             if any(rows):
                 since, over = now, logs.over_budget_fit(rows)
         if over is None and now - since > SILENCE_BUDGETS * budget:
-            over = started[-1] if started else 0, OVER_BUDGET.format(budget)
+            # the silence, a measured lower bound of the running fits' time plus their task's
+            # data preparation and evaluation
+            silent = now - since
+            seconds = f"{silent:.0f}" if silent >= 10 else f"{silent:.3g}"
+            over = started[-1] if started else 0, (
+                f"{OVER_BUDGET.format(budget)} (no fit ended in {seconds} s, data preparation "
+                "included)")
         if over:
             return over
 
