@@ -135,3 +135,34 @@ def test_ranking_counts_cells_within_the_papers_std(sweep):
     assert ranking["matched"].tolist() == [2, 1] and ranking["cells"].tolist() == [2, 2]
     assert ranking["headline"].tolist() == [False, True]
     assert ranking["mean_abs_gap"].iloc[1] == pytest.approx((1.25 + 1.19) / 2, abs=1e-3)
+
+
+def test_a_figures_sweep_lists_its_variants_without_a_match_count(sweep):
+    """Kunapuli Fig. 3 prints no numbers: its ranking lists the variants in the sweep's order,
+    the headline first, with no matched column to count."""
+    name = "kunapuli2012_fig3/mdml_hf"
+    summary = pd.DataFrame({"dataset": ["iris"] * 4 + ["wine"] * 4,
+                            "shrinkage": ["soft", "soft", "hard", "hard"] * 2,
+                            "pairs_k": [3, 4, 3, 4] * 2, "error": range(8)})
+    ranking = sweep.protocol_ranking(summary, name)
+    assert "matched" not in ranking and ranking["cells"].tolist() == [2, 2, 2, 2]
+    assert ranking["headline"].tolist() == [True, False, False, False]
+    assert ranking.iloc[0][["shrinkage", "pairs_k"]].tolist() == ["soft", 3]
+
+
+def test_the_frobmetric_sweep_builds_dlibs_rule_beside_the_headline(sweep):
+    """dlib's rule at the run's C, and at its default C = 1; the headline is the runner's."""
+    from dml_bench.experiment.config import load_config
+    from dml_bench.experiment.knn import all_tasks
+
+    name = "shen2014_table1/frobmetric"
+    entry = sweep.SWEEPS[name]
+    task = next(t for t in all_tasks(load_config(entry["config"]))
+                if t.solver.label == "frobmetric")
+    built = {v.get("code"): sweep.build_solver(task, {"C": 10.0}, v, entry["presets"])
+             for v in sweep.variants(name) if v["max_iter"] == 1000
+             and v["normalize"] == "config" and v["stopping"] in ("gap", "free_gradient")}
+    assert (built["paper"].stopping, built["paper"].tol, built["paper"].C) == ("gap", 1e-5, 10.0)
+    assert (built["dlib"].stopping, built["dlib"].tol, built["dlib"].C) == (
+        "free_gradient", 0.1, 10.0)
+    assert (built["dlib, C = 1"].tol, built["dlib, C = 1"].C) == (0.1, 1.0)

@@ -431,16 +431,17 @@ def test_a_malformed_diagnosis_names_its_key(tiny_target, entry, key, problem):
 
 def test_the_committed_targets_declare_their_sweeps_and_each_file_exists():
     """Every declared sweep's files exist under results/ with the declared columns."""
-    declared = {t.id: t.diagnoses for t in load_targets().values() if t.diagnoses}
-    assert sorted(declared) == ["kunapuli2012-table3", "shen2010-table2", "shen2014-table1",
-                                "ying2012-table4"]
-    for diagnoses in declared.values():
+    targets = load_targets()
+    declared = {t.id: t.diagnoses for t in targets.values() if t.diagnoses}
+    assert sorted(declared) == ["kunapuli2012-fig3", "kunapuli2012-table3", "shen2010-table2",
+                                "shen2014-table1", "ying2012-table4"]
+    for tid, diagnoses in declared.items():
         for d in diagnoses:
             cells = pd.read_csv(REPO / "results" / d.folder / d.cells, nrows=1)
             variants = pd.read_csv(REPO / "results" / d.folder / d.variants, nrows=1)
-            assert {"dataset", "solver", d.value} <= set(cells.columns)
-            assert list(variants.columns) == [*d.axes, "cells", "matched", "mean_abs_gap",
-                                              "headline"]
+            assert {"dataset", "solver", d.value, *d.axes} <= set(cells.columns)
+            counted = ["matched", "mean_abs_gap"] if targets[tid].tables else []  # a figure: none
+            assert list(variants.columns) == [*d.axes, "cells", *counted, "headline"]
 
 
 def test_a_declared_referee_shows_its_numbers_beside_ours(tiny_target):
@@ -503,3 +504,28 @@ def test_a_damaged_or_linked_run_record_is_written_afresh(tmp_path, capsys):
     _update_record(record, "t", {"wall_seconds": 2.0, "started_at": "y"}, resumed=True)
     assert json.loads(record.read_text()) == {"t": {"wall_seconds": 2.0, "started_at": "y"}}
     assert "is not a JSON record" in capsys.readouterr().err
+
+
+def test_a_figures_sweep_shows_each_variants_mean_per_cell(tmp_path):
+    """A figure has no paper numbers to count matches against: its declared sweep is shown as
+    each variant's mean per (data set, method), the headline's column first and named so."""
+    from dml_bench.reproduction.beside import sweep_table_lines, sweep_tables
+    from dml_bench.reproduction.targets import Diagnosis
+
+    folder = tmp_path / "fig_diagnosis"
+    folder.mkdir()
+    pd.DataFrame({"dataset": ["iris", "iris", "wine", "wine"], "solver": ["mdml"] * 4,
+                  "shrinkage": ["hard", "soft", "hard", "soft"],
+                  "error": [3.5, 4.25, 1.0, 2.0]}).to_csv(folder / "cells.csv", index=False)
+    pd.DataFrame({"shrinkage": ["hard", "soft"], "cells": [2, 2],
+                  "headline": [False, True]}).to_csv(folder / "variants.csv", index=False)
+    diagnosis = Diagnosis("fig_diagnosis", "cells.csv", "variants.csv", ("shrinkage",))
+    (path, table, axes), = sweep_tables(tmp_path, [diagnosis])
+    assert list(table.columns) == ["dataset", "solver", "shrinkage soft (headline)",
+                                   "shrinkage hard"]
+    assert table.values.tolist() == [["iris", "mdml", 4.25, 3.5], ["wine", "mdml", 2.0, 1.0]]
+    lines = sweep_table_lines({"sweep_tables": [(path, table, axes)]})
+    assert "| data set | method | shrinkage soft (headline) | shrinkage hard |" in lines
+    assert "| iris | mdml | 4.25 | 3.50 |" in lines and "| wine | mdml | 2.00 | 1.00 |" in lines
+    assert lines[1].startswith(f"*Sensitivity sweep* (`{path}`, 2 protocol variants over "
+                               "shrinkage;")

@@ -27,8 +27,8 @@ it. Every other axis is passed to the solver.
   stopping rule with at most 1000 sweeps over the pairs (the headline) beside the authors' cap
   of 10⁵ projections, which ends after a few sweeps on the larger sets.
 - ``ying2012_table4/xing`` (Ying & Li 2012, Table 4, 100 cycles): the full metric of Eq. (1)
-  (the headline, with the exact projection onto the constraint set; Xing et al.'s alternating
-  projections on request) beside Xing et al.'s diagonal metric (their §2.2, by Newton–Raphson).
+  (the headline, with Xing et al.'s alternating projections; beside it the exact projection
+  onto the constraint set) and Xing et al.'s diagonal metric (their §2.2, by Newton–Raphson).
   Ying & Li's text says Xing's algorithm "needs the computation of the full eigen-decomposition
   of a matrix in each iteration", so
   the headline stays full.
@@ -38,6 +38,9 @@ it. Every other axis is passed to the solver.
   from the 4 nearest same- and other-class points instead of 3 (``pairs_k``, ``normalize``-like:
   it changes the constraints). The code's single shuffled pass with η/√t and its margin μ ≥ 1
   are the headline's already.
+- ``kunapuli2012_fig3/mdml_hf``, ``kunapuli2012_fig3/mdml_lv``: the same two facts on Figure 3's
+  six sets (ρ from the run's 10-fold CV). The figure prints no numbers, so its protocols file
+  counts no matches: it lists the variants, and the report shows each one's mean per set.
 - ``shen2010_table2/sdpmetric_squared_hinge``, ``shen2010_table2/sdpmetric_huber`` (Shen, Kim &
   Wang 2010, Table II; C from the run's validation split): the stopping rule (``gap``: Frank-Wolfe
   gap ≤ tol·|f|; ``objective``: relative objective change), the iteration cap (1000, 100) and the
@@ -46,7 +49,9 @@ it. Every other axis is passed to the solver.
 - ``shen2014_table1/frobmetric`` (Shen et al. 2014, Table I; C from the run's validation split;
   the large sets MNIST, letter and Yale B skipped): the stopping rule (``gap``: relative duality
   gap ≤ tol; ``lbfgsb``: L-BFGS-B's own projected-gradient rule), the cap (1000, 100) and the
-  normalisation (the config's none, z-score).
+  normalisation (the config's none, z-score); beside them dlib's implementation of the method as
+  described (``code``): its stop when the gradient of every dual variable not held at a bound is
+  below 0.1 (``stopping: free_gradient``), at the run's C and at dlib's default C = 1.
 
 The first value of each axis is the headline protocol (the config's), unless the entry gives
 ``headline``. Each fit's test error, iterations, relative duality gap at the stop and rank of M
@@ -122,10 +127,10 @@ SWEEPS = {
         "perturb": ({}, {"scale": "unit_mean"})},
     "ying2012_table4/xing": {
         "config": "configs/ying2012_table4.yaml", "table": "ying2012/table4", "label": "xing",
-        "axes": {"diagonal": (False, True), "projection": ("exact",)},
-        # Xing et al.'s own projection for the full metric (slow: one eigendecomposition per
-        # round, up to 10⁴ rounds a cycle), on request: `--restrict projection=alternating`
-        "extra": ({"diagonal": False, "projection": "alternating"},),
+        "axes": {"diagonal": (False, True), "projection": ("alternating",)},
+        # the exact Euclidean projection onto the constraint set, for the full metric (the
+        # diagonal algorithm has no projection step)
+        "extra": ({"diagonal": False, "projection": "exact"},),
         "skip": ("usps",)},
     "ying2012_table4/itml": {
         "config": "configs/ying2012_table4.yaml", "table": "ying2012/table4", "label": "itml",
@@ -151,15 +156,30 @@ SWEEPS = {
     "kunapuli2012_table3/mdml_lv": {
         "config": "configs/kunapuli2012_table3.yaml", "table": "kunapuli2012/table3",
         "label": "mdml_lv", "axes": _AUTHORS_MDML, "skip": ()},
+    # the same on Figure 3's six sets (a figure: no paper numbers, so no match count)
+    "kunapuli2012_fig3/mdml_hf": {
+        "config": "configs/kunapuli2012_fig3.yaml", "table": None, "label": "mdml_hf",
+        "axes": _AUTHORS_MDML, "skip": ()},
+    "kunapuli2012_fig3/mdml_lv": {
+        "config": "configs/kunapuli2012_fig3.yaml", "table": None, "label": "mdml_lv",
+        "axes": _AUTHORS_MDML, "skip": ()},
     "shen2010_table2/sdpmetric_squared_hinge": {
         "config": "configs/shen2010_table2.yaml", "table": "shen2010/table2",
         "label": "sdpmetric_squared_hinge", "axes": _SDP_AXES, "skip": _SHEN_SKIP},
     "shen2010_table2/sdpmetric_huber": {
         "config": "configs/shen2010_table2.yaml", "table": "shen2010/table2",
         "label": "sdpmetric_huber", "axes": _SDP_AXES, "skip": _SHEN_SKIP},
+    # dlib's implementation of the method, as described (not copied): the same dual box
+    # [0, C/m] and L-BFGS, stopped when every free dual variable's gradient is below eps = 0.1
+    # (`stopping: free_gradient`), at the run's C and at dlib's default C = 1
     "shen2014_table1/frobmetric": {
         "config": "configs/shen2014_table1.yaml", "table": "shen2014/table1",
-        "label": "frobmetric", "axes": _FROB_AXES, "skip": ("mnist", "letter", "yale_b")},
+        "label": "frobmetric", "axes": dict(_FROB_AXES, code=("paper",)),
+        "extra": tuple({"stopping": "free_gradient", "max_iter": 1000, "normalize": "config",
+                        "code": code} for code in ("dlib", "dlib, C = 1")),
+        "presets": {"code": {"paper": {}, "dlib": {"tol": 0.1},
+                             "dlib, C = 1": {"tol": 0.1, "C": 1.0}}},
+        "skip": ("mnist", "letter", "yale_b")},
 }
 
 
@@ -271,8 +291,16 @@ def committed_runs(sweep: str) -> dict[str, tuple[dict, float]]:
 
 
 def protocol_ranking(summary: pd.DataFrame, sweep: str) -> pd.DataFrame:
-    """Per variant: how many of the label's swept cells of the table it matches, best first."""
+    """Per variant: how many of the label's swept cells of the table it matches, best first;
+    for a sweep of a figure (``table`` None) only the variants, their cells and the headline's
+    flag, in the order of the sweep."""
     entry, grid = SWEEPS[sweep], list(axes(sweep))
+    head = headline(sweep)
+    if entry["table"] is None:
+        ranking = summary.groupby(grid, sort=False).size().rename("cells").reset_index()
+        ranking["headline"] = [all(r[k] == v for k, v in head.items())
+                               for _, r in ranking.iterrows()]
+        return ranking
     table = load_paper_table(entry["table"])
     paper = {row: (mean, std) for row, col, mean, std in table.cells() if col == entry["label"]}
     exp = load_config(entry["config"])
@@ -284,7 +312,6 @@ def protocol_ranking(summary: pd.DataFrame, sweep: str) -> pd.DataFrame:
     ranking = (scored.groupby(grid, sort=False)
                .agg(cells=("match", "size"), matched=("match", "sum"),
                     mean_abs_gap=("abs_gap", "mean")).round(3).reset_index())
-    head = headline(sweep)
     ranking["headline"] = [all(r[k] == v for k, v in head.items()) for _, r in ranking.iterrows()]
     return ranking.sort_values(["matched", "mean_abs_gap"], ascending=[False, True])
 

@@ -8,7 +8,7 @@ environment (``referee_worker.py``, the venv of ``benchmarks/timing/bench_metric
 - ``ITML`` on our similar and dissimilar pairs, at the γ our 3-fold CV chose on that split, with
   its own bounds, tolerance (1e-3) and cap (1000 sweeps);
 - ``MMC`` on our pairs with the table's cap of 100 cycles (Xing et al.'s alternating
-  projections; our headline uses the exact projection, see the Xing notes);
+  projections, as our headline);
 - ``LMNN`` on the labels with k = 3 and ``regularization`` = the μ our CV chose (its weight of the
   push term, as our μ).
 

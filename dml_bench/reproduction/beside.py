@@ -69,6 +69,51 @@ def sweep_rankings(results_root: Path, diagnoses) -> list[tuple[str, pd.DataFram
     return rankings
 
 
+def sweep_tables(results_root: Path, diagnoses) -> list[tuple[str, pd.DataFrame, tuple]]:
+    """For a figure's target (no paper numbers to count matches against): per declared sweep,
+    its path and a table of each (data set, method)'s mean under every variant, one column per
+    variant (named by its axis values), the headline's first."""
+    tables = []
+    for diagnosis in diagnoses:
+        axes = list(diagnosis.axes)
+        path, cells = _declared_csv(results_root, diagnosis.folder, diagnosis.cells,
+                                    ["dataset", "solver", *axes, diagnosis.value])
+        _, variants = _declared_csv(results_root, diagnosis.folder, diagnosis.variants,
+                                    [*axes, "headline"])
+        if cells is None or variants is None:
+            continue
+        variants = variants.sort_values("headline", ascending=False, kind="stable")
+
+        def name(row):
+            return ", ".join(f"{a} {row[a]}" for a in axes)
+
+        cells = cells.assign(variant=[name(r) for _, r in cells.iterrows()])
+        table = cells.pivot_table(index=["dataset", "solver"], columns="variant",
+                                  values=diagnosis.value, sort=False)
+        order = [name(r) for _, r in variants.iterrows() if name(r) in table.columns]
+        table = table[order].rename(columns={order[0]: f"{order[0]} (headline)"}
+                                    if bool(variants["headline"].iloc[0]) else {})
+        tables.append((path.as_posix(), table.reset_index(), tuple(axes)))
+    return tables
+
+
+def sweep_table_lines(entry: dict) -> list[str]:
+    """Per sweep of a figure's target: each variant's mean per (data set, method)."""
+    lines = []
+    for path, table, axes in entry.get("sweep_tables") or ():
+        columns = list(table.columns[2:])
+        lines += ["", f"*Sensitivity sweep* (`{path}`, {len(columns)} protocol variants over "
+                      f"{', '.join(axes)}; the figure shows the headline): mean per data set "
+                      "and variant.", "",
+                  "| data set | method | " + " | ".join(columns) + " |",
+                  "|---|---|" + "---:|" * len(columns)]
+        for _, r in table.iterrows():
+            lines.append(f"| {r['dataset']} | {r['solver']} | "
+                         + " | ".join("–" if pd.isna(r[c]) else f"{r[c]:.2f}" for c in columns)
+                         + " |")
+    return lines
+
+
 def referee_tables(results_root: Path, referees) -> list[tuple[str, str, pd.DataFrame]]:
     """``(name, path, summary)`` of each declared referee whose summary CSV is committed."""
     tables = []

@@ -24,7 +24,7 @@ from ..report.html import relative_paths, render_html
 from ..report.knn import PRECISE_LEVEL, add_precise_columns, precise_of, read_runs, summarize
 from ..report.tables import ReportError, compare_with_paper, read_config
 from .beside import (referee_lines, referee_tables, sweep_cell, sweep_lines, sweep_rankings,
-                     with_sweep_range)
+                     sweep_table_lines, sweep_tables, with_sweep_range)
 from .claims import check_claims, claims_markdown
 from .studies.embedding_quality import CRITERIA
 from .targets import RUN_RECORD, availability, config_target, load_targets, target_experiment
@@ -84,7 +84,10 @@ def _fill(entry: dict, results_root: Path, results_dir: Path, targets) -> None:
         entry["comparisons"].append((key, comparison))
     entry["comparisons"] = _with_precise(entry["comparisons"], target, targets, results_dir,
                                          config)
-    entry["sweeps"] = sweep_rankings(results_root, target.diagnoses)
+    if target.tables:
+        entry["sweeps"] = sweep_rankings(results_root, target.diagnoses)
+    else:  # a figure: no numbers to count matches against
+        entry["sweep_tables"] = sweep_tables(results_root, target.diagnoses)
     entry["referees"] = referee_tables(results_root, target.referees)
     entry["figures"] = [results_dir / "figures" / f"{name}.png" for name in target.figures
                         if (results_dir / "figures" / f"{name}.png").is_file()]
@@ -357,6 +360,7 @@ def _target_markdown(entry: dict, results_root: Path) -> list[str]:
                   "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(str(c).replace("|", "/") for c in row) + " |" for row in body]
     lines += sweep_lines(entry)
+    lines += sweep_table_lines(entry)
     lines += referee_lines(entry)
     lines += _protocol_lines(entry.get("protocol") or ())
     for fig in entry["figures"]:

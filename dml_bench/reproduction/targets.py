@@ -48,7 +48,9 @@ class Diagnosis:
     mean in the column ``value``; the report shows each compared cell's lowest–highest mean over
     the variants. ``variants``: one row per protocol variant, its ``axes`` columns and
     ``cells``, ``matched``, ``mean_abs_gap`` and ``headline``; the report names the headline's
-    and the best variant's matches.
+    and the best variant's matches. On a figure's target, which has no numbers to match,
+    ``variants`` needs only the ``axes`` columns and ``headline``, and the report shows each
+    variant's mean per data set and method.
     """
 
     folder: str
