@@ -300,14 +300,9 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
         self._off_span_dim = X.shape[1] - V.shape[1]  # the identity's dimensions off the span
         self._fit(X @ V, y, constraints)
         if self.span_complement == "identity":
-            c = self._span_complement_scale()
-            if c == 1.0:
-                self.components_ = lift_identity_complement(self.components_, V)
-                self.metric_ = lift_identity_complement(self.metric_, V)
-            else:  # c·I off the span: c·(I + V (M_V/c − I) Vᵀ), and √c times the factor's lift
-                self.components_ = np.sqrt(c) * lift_identity_complement(
-                    self.components_ / np.sqrt(c), V)
-                self.metric_ = c * lift_identity_complement(self.metric_ / c, V)
+            c = self._span_complement_scale()  # M = c·I off the span, so L = √c·I there
+            self.components_ = lift_identity_complement(self.components_, V, np.sqrt(c))
+            self.metric_ = lift_identity_complement(self.metric_, V, c)
         else:  # "zero": M = V M_V Vᵀ, L = L_V Vᵀ
             self.components_ = np.ascontiguousarray(self.components_ @ V.T)
             self.metric_ = V @ self.metric_ @ V.T

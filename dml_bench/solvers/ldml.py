@@ -189,8 +189,7 @@ class LDML(MetricLearner):
         return 1.0 / self._scale
 
     def _lift_from_span(self, V: np.ndarray) -> None:
-        c = 1.0 / self._scale
-        self.raw_metric_ = c * lift_identity_complement(self.raw_metric_ / c, V)
+        self.raw_metric_ = lift_identity_complement(self.raw_metric_, V, 1.0 / self._scale)
 
 
 def ldml_loglik(X, pairs, t, M, b) -> tuple[float, np.ndarray]:

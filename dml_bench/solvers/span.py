@@ -33,11 +33,11 @@ def span_basis(X: np.ndarray) -> np.ndarray | None:
     return np.ascontiguousarray(Vt[keep].T)
 
 
-def lift_identity_complement(A: np.ndarray, V: np.ndarray) -> np.ndarray:
-    """``I + V (A − I) Vᵀ`` (d×d) of a q×q matrix A: the d×d matrix that is A on the span of V
-    and the identity on its complement."""
+def lift_identity_complement(A: np.ndarray, V: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """``s I + V (A − s I) Vᵀ`` (d×d) of a q×q matrix A: the d×d matrix that is A on the span of
+    V and ``s`` times the identity (``scale``, 1 by default) on its complement."""
     q = A.shape[0]
-    B = V @ (A - np.eye(q))
+    B = V @ (A - scale * np.eye(q))
     out = B @ V.T
-    out.flat[:: out.shape[0] + 1] += 1.0
+    out.flat[:: out.shape[0] + 1] += scale
     return out
