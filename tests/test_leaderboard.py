@@ -313,7 +313,16 @@ def test_fit_over_budget_is_marked_and_propagates_to_larger_sets(small_board, tm
     assert latest.loc[("iris", "euclidean"), "reason"].startswith("run again on request (was: "
                                                                    "a fit ran over the 0.05 s")
     assert latest.loc[("wine", "euclidean"), "status"] == "over_budget"  # not selected
-    assert set(pd.read_csv(board / "runs.csv")["dataset"]) == {"iris"}
+    first = pd.read_csv(board / "runs.csv")
+    assert set(first["dataset"]) == {"iris"}
+    # --retry on a complete cell moves its rows aside (nothing deleted) and runs it again
+    out = _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
+                  "--solver", "euclidean", "--dataset", "iris", "--retry")
+    assert "1 cells run" in out
+    moved = pd.read_csv(board / "runs_superseded.csv")
+    assert sorted(moved["task_id"]) == sorted(first["task_id"])
+    again = pd.read_csv(board / "runs.csv")
+    assert sorted(again["task_id"]) == sorted(first["task_id"])  # "1 cells run": run again
 
 
 def test_each_cell_reports_its_progress_in_a_log(small_board, tmp_path):

@@ -46,6 +46,10 @@ CASES = {  # every learner with span_complement set
     "sgd": {"max_iter": 60, "log_every": 20},
     "sgd_batch": {"max_iter": 60, "log_every": 20},
     "fw": {"max_iter": 30},
+    "dml_eig": {"max_iter": 40, "tol": 0.0},
+    "lmnn_eig": {"max_iter": 40, "tol": 0.0},
+    "xing": {"max_iter": 30, "tol": 0.0, "max_proj": 20},
+    "xing-exact": {"max_iter": 30, "tol": 0.0, "projection": "exact"},
     "ldml": {"max_iter": 40, "tol": 0.0},
     "ldml-psd": {"max_iter": 40, "tol": 0.0, "psd": True},
     # 12 steps: LSML's descent amplifies rounding (after 30 steps the full solve on rotated
@@ -123,3 +127,16 @@ def test_ldml_is_a_multiple_of_the_identity_off_the_span():
     assert c > 0 and np.isfinite(c)
     scale = np.abs(full.raw_metric_).max()
     np.testing.assert_allclose(reduced.raw_metric_, full.raw_metric_, atol=1e-9 * scale)
+
+
+@pytest.mark.parametrize("name", ["dml_eig", "lmnn_eig"])
+def test_a_frank_wolfe_fit_without_a_step_keeps_its_start_off_the_span(name):
+    """Stopped before its first step, DML-eig's (LMNN-eig's) M is ``(X_S + δI)⁻¹/d``, which is
+    ``I/(dδ)`` off the span: the solve in the span lifts that multiple of the identity."""
+    X, _, _, reduced, full = full_and_reduced(name, {"tol": 1e9})
+    assert reduced.n_iter_ == full.n_iter_ == 1 and reduced.span_dim_ is not None
+    scale = np.abs(full.metric_).max()
+    np.testing.assert_allclose(reduced.metric_, full.metric_, atol=1e-9 * scale)
+    V = reduced.span_basis_
+    off = np.linalg.qr(np.hstack([V, np.eye(X.shape[1])[:, :3]]))[0][:, -1]  # off the span
+    assert off @ reduced.metric_ @ off > 0

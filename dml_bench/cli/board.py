@@ -39,8 +39,9 @@ from .base import _check_jobs, _exit_on_sigterm, _fail, main
                    "setting) to *_superseded.csv; without it such a run stops and lists them.")
 @click.option("--retry", is_flag=True,
               help="Run the selected cells (--dataset and --solver) again although they are "
-                   "recorded over budget, e.g. after a change to the method; the record says "
-                   "so until they end.")
+                   "recorded over budget or complete, e.g. after a change to the method; the "
+                   "record says so until they end, and their finished rows move to "
+                   "runs_superseded.csv.")
 @click.option("--results-dir", "--out", type=click.Path(file_okay=False), default="results",
               show_default=True)
 @click.pass_obj
@@ -76,7 +77,8 @@ def leaderboard(obj, quick, config_path, datasets, solvers, n_jobs, backend, sch
         if stats_only or not datasets or not solvers:
             _fail("--retry needs --dataset and --solver (the cells to run again), without "
                   "--stats-only")
-        _mark_retried(board, Path(results_dir) / board.experiment.name, datasets, solvers)
+        _mark_retried(board, Path(results_dir) / board.experiment.name, datasets, solvers,
+                      echo=lambda m: click.echo(m, err=True))
     if not stats_only:
         s = run_board(board, results_dir, data=obj["data"],
                       select=Selection(datasets, solvers, supersede=supersede),
@@ -92,9 +94,12 @@ def leaderboard(obj, quick, config_path, datasets, solvers, n_jobs, backend, sch
         click.echo(f"  {name}: {path}")
 
 
-def _mark_retried(board, board_dir: Path, datasets, solvers) -> None:
-    """Record the selected cells that are marked over budget as pending (run again)."""
+def _mark_retried(board, board_dir: Path, datasets, solvers, echo) -> None:
+    """Record the selected cells that are marked over budget as pending (run again), and move
+    the selected cells' finished rows to ``runs_superseded.csv`` (their archived tuning fits to
+    ``tuning_done_superseded.csv``), so that they run again; nothing is deleted."""
     from ..leaderboard.board import read_cells, record_cell
+    from ..run.results import TUNE_COLUMNS, RunStore
 
     cells = read_cells(board_dir)
     for _, row in cells.iterrows():
@@ -102,3 +107,14 @@ def _mark_retried(board, board_dir: Path, datasets, solvers) -> None:
                 and row["status"] == "over_budget"):
             record_cell(board_dir, row["dataset"], row["label"], "pending",
                         f"run again on request (was: {row['reason']})", board.budget)
+    store = RunStore(board_dir)
+    runs = store.read()
+    again = set(runs.loc[runs["dataset"].isin(datasets) & runs["label"].isin(solvers),
+                         "task_id"])
+    if again:
+        store.archive(again)
+        done = RunStore(board_dir, "tuning_done", TUNE_COLUMNS)
+        fits = done.read()
+        done.archive(set(fits.loc[fits["outer_task_id"].isin(again), "task_id"]))
+        echo(f"--retry: {len(again)} finished tasks of the selected cells moved to "
+             f"{store.superseded}")

@@ -299,11 +299,11 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
                             getattr(self, "memory_limit_gb", None))
         self._off_span_dim = X.shape[1] - V.shape[1]  # the identity's dimensions off the span
         self._fit(X @ V, y, constraints)
-        if self.span_complement == "identity":
-            c = self._span_complement_scale()  # M = c·I off the span, so L = √c·I there
+        c = self._span_complement_scale()
+        if c:  # M = c·I off the span, so L = √c·I there
             self.components_ = lift_identity_complement(self.components_, V, np.sqrt(c))
             self.metric_ = lift_identity_complement(self.metric_, V, c)
-        else:  # "zero": M = V M_V Vᵀ, L = L_V Vᵀ
+        else:  # zero off the span: M = V M_V Vᵀ, L = L_V Vᵀ
             self.components_ = np.ascontiguousarray(self.components_ @ V.T)
             self.metric_ = V @ self.metric_ @ V.T
         self._lift_from_span(V)
@@ -311,9 +311,10 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
         self.span_basis_ = V
 
     def _span_complement_scale(self) -> float:
-        """The multiple of the identity that an ``"identity"`` learner's metric is off the span
-        after its fit (1 unless the learner rescales its metric, as LDML does)."""
-        return 1.0
+        """The multiple of the identity that the learner's metric is off the span after its fit:
+        1 for ``"identity"`` and 0 for ``"zero"``, unless the learner rescales its metric (as
+        LDML does) or its fit decides it (as DML-eig's, which is 0 after its first step)."""
+        return 1.0 if self.span_complement == "identity" else 0.0
 
     def _lift_from_span(self, V: np.ndarray) -> None:
         """Lift the learner's other fitted d-sized attributes after a fit in the span (none

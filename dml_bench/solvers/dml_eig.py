@@ -108,6 +108,15 @@ class DMLEig(MetricLearner):
         gap, converged, seconds); 2 and more: also one line per iteration (``f_μ`` and the
         relative gap).
 
+    With more features than training points and ``ridge > 0``, the fit runs in the span of the
+    points' differences (:mod:`~dml_bench.solvers.span`; ``span_dim_``), where it takes the
+    same steps as in all d coordinates. Off that span ``X_S + δI`` is δI, so the whitened
+    differences stay in the whitened image of the span, and so does every Frank-Wolfe vertex
+    (the top eigenvector of ``∇f_μ = Σ_τ w_τ z̃_τ z̃_τᵀ``, Eq. (20)); ``f_μ``, its gradient and
+    the duality gap see only the values ``q_τ``. ``S_1 = I/d`` enters through ``q_τ = ‖z̃_τ‖²/d``
+    with the whole space's d, and the first step (α_1 = 1) replaces it, so M is zero off the
+    span, as Eq. (3)'s optimum is: mass there only spends ``⟨X_S + δI, M⟩ ≤ 1``.
+
     float32 input (``preserves_float32``; the ``dtype: float32`` preprocessing option) keeps the
     whitened differences Z in single precision: for ``d > top_eigen.COMPILED_GRAM_MAX_DIM`` the
     per-iteration passes over the pairs (the gradient GEMM and ``p = (Z v)²``) run in float32
@@ -133,6 +142,10 @@ class DMLEig(MetricLearner):
         ``time`` (seconds since the start of ``fit``).
     scale_ : float
         Factor c² with ``q_τ = c² ⟨X_τ, M⟩`` (the units of ``trace_``).
+    span_dim_ : int or None
+        The dimension of the span the fit ran in, or None when it ran in all coordinates.
+    span_basis_ : ndarray (d, span_dim_) or None
+        An orthonormal basis of that span.
 
     References
     ----------
@@ -142,6 +155,7 @@ class DMLEig(MetricLearner):
     constraint_kind = "pairs"
     optimality_measure = "relative_duality_gap"
     preserves_float32 = True
+    span_complement = "zero"
     #: the iterate returned before ``output`` existed: left out of a result's identity
     neutral_params = {**MetricLearner.neutral_params, "output": "last"}
     _parameter_constraints: dict = {**FRANK_WOLFE_CONSTRAINTS,
@@ -152,6 +166,13 @@ class DMLEig(MetricLearner):
                  ridge=1e-2, ridge_mode="relative", scale="none", weight_threshold=1e-12,
                  init="identity", verbose=0):
         store_params(self, locals())
+
+    def _solves_in_span(self) -> bool:
+        """With a ridge δ > 0 (the whole space's ``X_S + δI`` definite, see the class docstring)."""
+        return super()._solves_in_span() and self.ridge > 0
+
+    def _span_complement_scale(self) -> float:
+        return self._complement
 
     def _tolerance(self) -> float:
         """The tolerance in force: ``tol``, or for ``tol=None`` that of the stopping rule
@@ -166,14 +187,15 @@ class DMLEig(MetricLearner):
     def _fit(self, X, y, constraints):
         start = time.perf_counter()
         pairs = constraints.dissimilar
-        L, points, c2 = whiten(X, constraints.similar, pairs, self.ridge, self.ridge_mode,
-                               self.scale, learner="DMLEig")
-        d = X.shape[1]
+        # d: the whole space's, of S_1 = I/d and the relative ridge, also in the span (:mod:`.span`)
+        d = X.shape[1] + getattr(self, "_off_span_dim", 0)
+        L, points, c2, delta = whiten(X, constraints.similar, pairs, self.ridge, self.ridge_mode,
+                                      self.scale, learner="DMLEig", n_features=d)
         q = pair_sq_distances(points, pairs) / d  # q_τ = ‖z̃_τ‖²/d at S_1 = I/d
         vertex = GramTopEigenvector(points, pairs, self.weight_threshold)
         # S_t = (1 − α_1)…(1 − α_{t−1}) I/d + Σ_j α_j Π_{i>j}(1 − α_i) v_j v_jᵀ: the rows of
         # `vecs` and `alphas`; one `trace` row (f_μ, f, gap, time) per iteration evaluated
-        vecs, alphas = np.empty((self.max_iter, d)), np.empty(self.max_iter)
+        vecs, alphas = np.empty((self.max_iter, X.shape[1])), np.empty(self.max_iter)
         trace = np.empty((self.max_iter, len(TRACE_KEYS)))
         tol = self._tolerance()
         settings = (self.mu, tol, self.max_iter, self.stopping == "objective", start)
@@ -191,13 +213,23 @@ class DMLEig(MetricLearner):
             # S_t, one step before the returned S_{t+1}: the iterate of trace row t − 1
             n_steps -= 1
             f_mu, objective, gap = trace[n_steps, :3]
-        self.components_, self.metric_ = iterate_metric(vecs[:n_steps], alphas[:n_steps], L)
+        self.components_, self.metric_ = iterate_metric(vecs[:n_steps], alphas[:n_steps], L, d)
+        self._complement = off_span_scale(alphas[:n_steps], d, delta)
         self.objective_ = float(objective / c2)
         self.scale_ = float(c2)
         self.n_iter_ = n_traced
         self.converged_ = bool(converged)
         self.optimality_ = float(gap / abs(f_mu))
         self.trace_ = {k: trace[:n_traced, i].copy() for i, k in enumerate(TRACE_KEYS)}
+
+
+def off_span_scale(alphas: np.ndarray, d: int, delta: float) -> float:
+    """The multiple of the identity that ``M = L⁻ᵀ S L⁻¹`` is off the span of the points after
+    the steps ``alphas`` from ``S_1 = I/d``: ``S = c I + …`` there (:func:`iterate_rows`), and
+    ``X_S + δI`` is δ times the identity there, so ``M = (c/δ) I``; 0 after any step (and,
+    unused, for δ = 0, which solves in all coordinates)."""
+    c = float(np.prod(1 - alphas))
+    return c / (d * delta) if c and delta else 0.0
 
 
 def frank_wolfe_warning(solver, f_mu, gap, tol=None) -> dict:
@@ -309,7 +341,7 @@ def needs_similar_pairs(solver) -> tuple[str, ...]:
     return () if absolute else ("similar",)
 
 
-def whiten(X, similar, pairs, ridge, ridge_mode, scale, learner=None):
+def whiten(X, similar, pairs, ridge, ridge_mode, scale, learner=None, n_features=None):
     """Whitening of the remark after Theorem 1: ``X_S + δI = L Lᵀ`` and the scaled whitened points
     ``x̃_i = c L⁻¹x_i``, whose differences are ``z̃_p = c L⁻¹(x_a − x_b) = x̃_a − x̃_b``.
 
@@ -324,6 +356,10 @@ def whiten(X, similar, pairs, ridge, ridge_mode, scale, learner=None):
         ``"unit_mean"``: c² makes the mean ``‖z̃_p‖²/d`` equal to 1; ``"none"``: c = 1.
     learner : str, optional
         Who whitens, for the messages.
+    n_features : int, optional
+        The d of the relative ridge's ``tr(X_S)/d`` and of ``"unit_mean"``: the data's features
+        (default ``X.shape[1]``), which a solve in the span of the points (:mod:`.span`) passes
+        since its X has fewer columns.
 
     Returns
     -------
@@ -331,13 +367,15 @@ def whiten(X, similar, pairs, ridge, ridge_mode, scale, learner=None):
     points : ndarray (n, d)
         The scaled whitened points ``x̃_i``, in ``X``'s precision (computed in double precision).
     c2 : float
+    delta : float
+        The ridge δ added.
     """
     dtype, X = X.dtype, X.astype(np.float64, copy=False)
     XS = weighted_outer_sum(pair_differences(X, similar))
-    d = X.shape[1]
+    d = X.shape[1] if n_features is None else n_features
     delta = ridge * (np.trace(XS) / d if ridge_mode == "relative" else 1.0)
     try:
-        L = np.linalg.cholesky(XS + delta * np.eye(d))
+        L = np.linalg.cholesky(XS + delta * np.eye(X.shape[1]))
     except np.linalg.LinAlgError:
         if not np.any(XS):  # the cause is the pairs, not the ridge
             who = f"{learner} needs" if learner else "the whitening needs"
@@ -352,7 +390,7 @@ def whiten(X, similar, pairs, ridge, ridge_mode, scale, learner=None):
     points = scipy.linalg.solve_triangular(L, X.T, lower=True).T
     c2 = (d * len(pairs) / pair_sq_distances(points, pairs).sum() if scale == "unit_mean"
           else 1.0)
-    return L, np.ascontiguousarray(points * np.sqrt(c2), dtype=dtype), c2
+    return L, np.ascontiguousarray(points * np.sqrt(c2), dtype=dtype), c2, float(delta)
 
 
 #: :func:`iterate_metric` factors the iterate's k weighted rows when k < this fraction of d, and
@@ -360,7 +398,7 @@ def whiten(X, similar, pairs, ridge, ridge_mode, scale, learner=None):
 FACTOR_MAX_STEPS_FRACTION = 0.6
 
 
-def iterate_metric(V: np.ndarray, alphas: np.ndarray, L: np.ndarray
+def iterate_metric(V: np.ndarray, alphas: np.ndarray, L: np.ndarray, n_features: int | None = None
                    ) -> tuple[np.ndarray, np.ndarray]:
     """``components_`` and ``metric_`` of ``M = L⁻ᵀ S L⁻¹`` (remark after Theorem 1) for the
     Frank-Wolfe iterate S of Tables 1 and 2, from its rank-one terms.
@@ -379,6 +417,8 @@ def iterate_metric(V: np.ndarray, alphas: np.ndarray, L: np.ndarray
         The step sizes α_j.
     L : ndarray (d, d), lower triangular
         Cholesky factor of ``X_S + δI``.
+    n_features : int, optional
+        The d of ``S_1 = I/d`` (default ``L.shape[0]``; see :func:`iterate_rows`).
 
     Returns
     -------
@@ -388,24 +428,26 @@ def iterate_metric(V: np.ndarray, alphas: np.ndarray, L: np.ndarray
     metric : ndarray (d, d)
     """
     d = L.shape[0]
-    W = iterate_rows(V, alphas, d)
+    W = iterate_rows(V, alphas, d, n_features)
     if 0 < len(W) < FACTOR_MAX_STEPS_FRACTION * d:
         return factored_metric(W, L)
     return dense_metric(W, L)
 
 
-def iterate_rows(V: np.ndarray, alphas: np.ndarray, d: int) -> np.ndarray:
+def iterate_rows(V: np.ndarray, alphas: np.ndarray, d: int, n_features: int | None = None
+                 ) -> np.ndarray:
     """Rows W with ``WᵀW = S``, the end of the recursion ``S ← (1 − α_j) S + α_j v_j v_jᵀ``
-    from ``S_1 = I/d``.
+    from ``S_1 = I/d'`` (``d' = n_features``, default d; a solve in the span of the points
+    starts from the whole space's ``I/d'`` restricted to its d coordinates).
 
     ``S = c I + Σ_j β_j v_j v_jᵀ`` with ``β_j = α_j Π_{i>j} (1 − α_i)`` and
-    ``c = Π_j (1 − α_j)/d``, which is 0 after the first step (α_1 = 2/(1 + 1) = 1): the rows
-    ``√β_j v_j`` that are not zero, and ``√c I`` when c > 0.
+    ``c = Π_j (1 − α_j)/d'``, which is 0 after the first step (α_1 = 2/(1 + 1) = 1): the rows
+    ``√β_j v_j`` that are not zero, and ``√c I`` (d×d) when c > 0.
     """
     keep = np.append(np.cumprod((1 - alphas)[::-1])[::-1][1:], 1.0)[:len(alphas)]
     W = V * np.sqrt(alphas * keep)[:, None]  # keep_j = Π_{i>j} (1 − α_i)
     W = W[np.any(W != 0, axis=1)]
-    c = np.prod(1 - alphas) / d
+    c = np.prod(1 - alphas) / (d if n_features is None else n_features)
     return np.vstack([W, np.sqrt(c) * np.eye(d)]) if c > 0 else W
 
 

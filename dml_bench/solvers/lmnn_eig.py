@@ -42,7 +42,7 @@ from sklearn.utils._param_validation import Interval
 
 from .base import MetricLearner, report_progress, store_params, warn_not_converged
 from .dml_eig import (FRANK_WOLFE_CONSTRAINTS, _smoothed_min_into, frank_wolfe_warning,
-                      iterate_metric, needs_similar_pairs, whiten)
+                      iterate_metric, needs_similar_pairs, off_span_scale, whiten)
 from .linalg import JIT_OPTIONS, pair_sq_distances, triplet_pairs
 from .top_eigen import GramTopEigenvector
 
@@ -102,6 +102,16 @@ class LMNNEig(MetricLearner):
         gap, converged, seconds); 2 and more: also one line per iteration (``f_μ`` and the
         relative gap).
 
+    With more features than training points and ``ridge > 0``, the fit runs in the span of the
+    points' differences (:mod:`~dml_bench.solvers.span`; ``span_dim_``), with the same steps as
+    in all d coordinates: off that span ``X_S + δI`` is δI, so every ``C̃_τ`` lives on the
+    whitened image of the span, and so does ``Σ_τ w_τ C̃_τ``, which is zero off it. Its top
+    eigenvector there is the vertex of (24) whenever ``λ_max > 0``; when the span holds no
+    positive eigenvalue, the whole space's top one is 0, off the span, and (24) takes the
+    ξ-vertex either way (``w_{τ*}/(1 − γ) > 0``), with the same value. ``S_1 = I/d`` enters
+    through the whole space's d, and the first step (α_1 = 1) replaces it, so M is zero off the
+    span, as (7)'s optimum is (mass there only adds ``γ Tr(X_S M)``, with ``X_S + δI``).
+
     Attributes
     ----------
     metric_ : ndarray (d, d)
@@ -124,6 +134,10 @@ class LMNNEig(MetricLearner):
         the start of ``fit``).
     scale_ : float
         Factor c² of ``scale`` (the units of ``trace_``).
+    span_dim_ : int or None
+        The dimension of the span the fit ran in, or None when it ran in all coordinates.
+    span_basis_ : ndarray (d, span_dim_) or None
+        An orthonormal basis of that span.
 
     References
     ----------
@@ -134,6 +148,7 @@ class LMNNEig(MetricLearner):
 
     constraint_kind = "triplets"
     optimality_measure = "relative_duality_gap"
+    span_complement = "zero"
     _parameter_constraints: dict = {"gamma": [Interval(Real, 0, 1, closed="neither")],
                                     **FRANK_WOLFE_CONSTRAINTS}
 
@@ -141,6 +156,13 @@ class LMNNEig(MetricLearner):
                  ridge_mode="relative", scale="none", weight_threshold=1e-12,
                  init="identity", verbose=0):
         store_params(self, locals())
+
+    def _solves_in_span(self) -> bool:
+        """With a ridge δ > 0 (the whole space's ``X_S + δI`` definite)."""
+        return super()._solves_in_span() and self.ridge > 0
+
+    def _span_complement_scale(self) -> float:
+        return self._complement
 
     def _constraints_needed(self):
         """Triplets, and similar pairs for the whitening (see
@@ -161,16 +183,20 @@ class LMNNEig(MetricLearner):
         if len(T) == 0:
             raise ValueError("LMNN-eig needs at least one triplet")
         pairs, target, impostor = triplet_pairs(T)
-        L, points, c2 = whiten(X, constraints.similar, pairs, self.ridge, self.ridge_mode,
-                               self.scale)
-        return L, points, pairs, impostor, target, c2
+        L, points, c2, delta = whiten(X, constraints.similar, pairs, self.ridge, self.ridge_mode,
+                                      self.scale, n_features=self._whole_dim(X))
+        return L, points, pairs, impostor, target, c2, delta
+
+    def _whole_dim(self, X) -> int:
+        """The whole space's d, also in a solve in the span (:mod:`.span`)."""
+        return X.shape[1] + getattr(self, "_off_span_dim", 0)
 
     def _fit(self, X, y, constraints):
         start = time.perf_counter()
         # the distinct rows are the pairs' differences of the whitened points;
         # a_τ = row ia[τ], b_τ = row ib[τ]
-        L, points, pairs, ia, ib, c2 = self._whiten(X, constraints)
-        d, n_rows, n_trip = X.shape[1], len(pairs), len(ia)
+        L, points, pairs, ia, ib, c2, delta = self._whiten(X, constraints)
+        d, n_rows, n_trip = self._whole_dim(X), len(pairs), len(ia)
         gamma, mu = float(self.gamma), self.mu
         # State of (16): scaled margins m_τ = c²⟨C̃_τ, S⟩ and slacks ξ (units of (16)).
         sq = pair_sq_distances(points, pairs) / d  # ⟨r rᵀ, I/d⟩ for every distinct row
@@ -214,7 +240,7 @@ class LMNNEig(MetricLearner):
             xi *= 1 - alpha
             if slack_step:
                 xi[tau] += alpha / (1 - gamma)
-                vecs.append(np.zeros(d))
+                vecs.append(np.zeros(X.shape[1]))
             else:
                 margin += (alpha / gamma) * p
                 vecs.append(v / np.sqrt(gamma))
@@ -223,8 +249,9 @@ class LMNNEig(MetricLearner):
         if not converged:
             f_mu, *_, gap, _ = vertex()  # at the returned iterate
             warn_not_converged(self, **frank_wolfe_warning(self, f_mu, gap))
-        self.components_, self.metric_ = iterate_metric(np.array(vecs).reshape(-1, d),
-                                                        np.array(alphas), L)
+        self.components_, self.metric_ = iterate_metric(
+            np.array(vecs).reshape(-1, X.shape[1]), np.array(alphas), L, d)
+        self._complement = off_span_scale(np.array(alphas), d, delta)
         self.slack_ = xi
         self.objective_ = float((margin + c2 * xi).min() / c2)
         self.scale_ = float(c2)

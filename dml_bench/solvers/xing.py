@@ -102,6 +102,16 @@ class Xing(MetricLearner):
         converged, seconds); 2 and more: also one line per cycle (objective, relative step,
         α).
 
+    With more features than training points, the full metric is learned in the span of the
+    points' differences (:mod:`~dml_bench.solvers.span`; ``span_dim_``), with the same cycles as
+    in all d coordinates. From ``A_0 = I`` the complement of the span keeps ``A = I``: the
+    gradient ``Σ_τ X_τ/(2 d_τ)`` and the constraint's ``X_S`` live on the span, the half-space
+    projection subtracts a multiple of ``X_S``, and the PSD projection keeps the complement's
+    eigenvalue 1. Only the relative step sees the complement, through
+    ``‖A‖_F² = ‖A_span‖_F² + (d − q)``, which the solve in the span counts; the returned
+    ``M = A/⟨X_S, A⟩`` is ``I/⟨X_S, A⟩`` off the span. The diagonal metric depends on the
+    coordinates and is learned in all of them.
+
     Attributes
     ----------
     metric_ : ndarray (d, d)
@@ -121,6 +131,10 @@ class Xing(MetricLearner):
         ``gap`` (Frank-Wolfe gap at it, an upper bound on the optimum minus ``objective``),
         ``delta`` (relative step, the stopping measure), ``step`` (α), ``n_proj`` (projection
         rounds) and ``time`` (seconds since the start of ``fit``).
+    span_dim_ : int or None
+        The dimension of the span the fit ran in, or None when it ran in all coordinates.
+    span_basis_ : ndarray (d, span_dim_) or None
+        An orthonormal basis of that span.
 
     References
     ----------
@@ -132,6 +146,7 @@ class Xing(MetricLearner):
 
     constraint_kind = "pairs"
     optimality_measure = "relative_duality_gap"
+    span_complement = "identity"
     #: the full metric is the fit from before ``diagonal`` existed: left out of a result's
     #: identity at that value
     neutral_params = {**MetricLearner.neutral_params, "diagonal": False}
@@ -149,6 +164,13 @@ class Xing(MetricLearner):
     def __init__(self, max_iter=500, tol=1e-3, step=0.1, projection="alternating", eps=0.01,
                  max_proj=10000, diagonal=False, verbose=0):
         store_params(self, locals())
+
+    def _solves_in_span(self) -> bool:
+        """The full metric only: a diagonal one depends on the coordinates."""
+        return super()._solves_in_span() and not self.diagonal
+
+    def _span_complement_scale(self) -> float:
+        return self._complement
 
     def _fit(self, X, y, constraints):
         start = time.perf_counter()
@@ -174,6 +196,7 @@ class Xing(MetricLearner):
             return np.sqrt(pair_sq_distances(X @ F, dissimilar))
 
         outer_sum = PairOuterSum(X, dissimilar)  # w ↦ Σ_τ w_τ X_τ
+        off_span = getattr(self, "_off_span_dim", 0)  # solving in the span (:mod:`.span`)
         A = np.eye(d)
         A_last = A.copy()
         dist_last = distances(np.ones(d), np.eye(d))
@@ -205,7 +228,8 @@ class Xing(MetricLearner):
                 alpha /= 2
                 A = A_last + alpha * P
             # 3. relative step
-            delta = alpha * np.linalg.norm(P) / np.linalg.norm(A_last)  # ‖P‖_F = 1, or 0
+            # ‖P‖_F = 1, or 0; ‖A_last‖_F with the identity's dimensions off the span, if any
+            delta = alpha * np.linalg.norm(P) / np.sqrt(np.vdot(A_last, A_last) + off_span)
             for key, val in zip(trace, (objective_n, gap, delta, alpha, n_proj,
                                         time.perf_counter() - start)):
                 trace[key].append(val)
@@ -216,7 +240,9 @@ class Xing(MetricLearner):
                 break
         if not converged:
             self._warn_capped(trace["delta"][-1], gap / objective_n)
-        M = A_last / float(np.vdot(XS, A_last))
+        scale = float(np.vdot(XS, A_last))
+        self._complement = 1.0 / scale  # A is I off the span (class docstring), so M is I/scale
+        M = A_last / scale
         self.components_ = components_from_psd(M)
         self.metric_ = self.components_.T @ self.components_
         self.objective_ = float(np.sqrt(pair_sq_distances(X @ self.components_.T,
