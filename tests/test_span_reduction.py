@@ -11,7 +11,7 @@ from sklearn.neighbors import KNeighborsClassifier
 
 from dml_bench.constraints import knn_triplets
 from dml_bench.evaluate import model_spectrum_counts, spectrum_counts
-from dml_bench.solvers import SOLVERS
+from dml_bench.solvers import SOLVERS, top_eigen
 from dml_bench.solvers.span import lift_identity_complement, span_basis
 
 
@@ -50,6 +50,7 @@ CASES = {  # every learner with span_complement set
     "lmnn_eig": {"max_iter": 40, "tol": 0.0},
     "xing": {"max_iter": 30, "tol": 0.0, "max_proj": 20},
     "xing-exact": {"max_iter": 30, "tol": 0.0, "projection": "exact"},
+    "sdpmetric": {"max_iter": 30, "tol": 0.0},
     "ldml": {"max_iter": 40, "tol": 0.0},
     "ldml-psd": {"max_iter": 40, "tol": 0.0, "psd": True},
     # 12 steps: LSML's descent amplifies rounding (after 30 steps the full solve on rotated
@@ -64,7 +65,11 @@ def test_every_learner_that_solves_in_the_span_is_checked_here():
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_the_span_solve_is_the_full_solve(name):
+def test_the_span_solve_is_the_full_solve(name, monkeypatch):
+    # both solves on LAPACK's leading eigenvectors: above 64 dimensions the full solve would
+    # take Lanczos's, accurate to 1e-10, a difference of the eigensolvers and not of the span
+    # (SDPMetric's 30 steps amplify it to 3e-8 of the largest entry)
+    monkeypatch.setattr(top_eigen, "DENSE_EIGH_MAX_DIM", 10_000)
     X, y, X_test, reduced, full = full_and_reduced(name, CASES[name])
     assert reduced.span_dim_ == np.linalg.matrix_rank(X - X.mean(axis=0)) < X.shape[1]
     assert getattr(full, "span_dim_", None) is None
@@ -140,3 +145,16 @@ def test_a_frank_wolfe_fit_without_a_step_keeps_its_start_off_the_span(name):
     V = reduced.span_basis_
     off = np.linalg.qr(np.hstack([V, np.eye(X.shape[1])[:, :3]]))[0][:, -1]  # off the span
     assert off @ reduced.metric_ @ off > 0
+
+
+def test_a_step_off_the_span_solves_in_all_coordinates():
+    """SDPMetric's vertex leaves the span when ``∇_X f`` has no positive eigenvalue on it (here:
+    every triplet's impostor is its anchor, so ``A_r = −b_r b_rᵀ`` and ``∇_X f ⪯ 0``): the fit
+    then runs in all coordinates."""
+    X, y, _, _ = problem()
+    c = knn_triplets(X, y, k=3)
+    swapped = type(c)(triplets=c.triplets[:, [0, 1, 0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = SOLVERS["sdpmetric"](max_iter=5).fit(X, y, constraints=swapped)
+    assert model.span_dim_ is None and model.metric_.shape == (X.shape[1],) * 2

@@ -55,7 +55,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..constraints import Constraints, knn_triplets
 from .linalg import check_square_memory
-from .span import lift_identity_complement, span_basis
+from .span import LeavesSpan, lift_identity_complement, span_basis
 from .weak import WeaklySupervisedMixin, accepts_tuples
 
 #: constraints of a seed of ``numpy.random.default_rng``: an int ≥ 0, or None for fresh entropy
@@ -298,7 +298,13 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
                             or (3 if self.span_complement == "identity" else 2), "d",
                             getattr(self, "memory_limit_gb", None))
         self._off_span_dim = X.shape[1] - V.shape[1]  # the identity's dimensions off the span
-        self._fit(X @ V, y, constraints)
+        try:
+            self._fit(X @ V, y, constraints)
+        except LeavesSpan:  # a step off the span: the same fit in all coordinates
+            self._off_span_dim = 0
+            self._fit(X, y, constraints)
+            self.span_dim_ = self.span_basis_ = None
+            return
         c = self._span_complement_scale()
         if c:  # M = c·I off the span, so L = √c·I there
             self.components_ = lift_identity_complement(self.components_, V, np.sqrt(c))

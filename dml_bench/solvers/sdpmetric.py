@@ -42,6 +42,7 @@ from .base import (VERBOSE, MetricLearner, rate_hint, report_progress, store_par
                    warn_not_converged)
 from .linalg import JIT_OPTIONS, components_from_psd, pair_sq_distances, triplet_pairs
 from .top_eigen import top_eigenvector
+from .span import LeavesSpan
 
 LOSSES = ("squared_hinge", "huber")
 STOPPING_RULES = ("objective", "gap")
@@ -90,6 +91,15 @@ class SDPMetric(MetricLearner):
         0: silent; 1: one line at the end of the fit (iterations, objective, relative gap,
         converged, seconds); 2 and more: also one line per iteration (f, ρ, relative gap, step).
 
+    With more features than training points, the fit runs in the span of the points'
+    differences (:mod:`~dml_bench.solvers.span`; ``span_dim_``), with the same steps as in all
+    d coordinates while each vertex lies in the span: ``∇_X f = Σ_r c_r A_r`` lives on the span,
+    so when its largest eigenvalue there is positive, that eigenvector is the vertex of (18) in
+    the whole space too, and every step keeps ``X = c·I`` off the span, with
+    ``c = Π_t (1 − α_t)/d`` from ``X_1 = I/d``; the margins, ρ and the gap see only the span.
+    When the largest eigenvalue on the span is ≤ 0, the whole space's vertex lies off the span
+    (eigenvalue 0, any direction there), so the fit runs again in all coordinates.
+
     Attributes
     ----------
     metric_ : ndarray (d, d)
@@ -113,6 +123,10 @@ class SDPMetric(MetricLearner):
         held at that α), ``n_active`` (triplets with non-zero loss gradient), ``time`` (seconds
         since the start of ``fit``). The last entry of a converged run takes no step (α = 0, both
         flags False).
+    span_dim_ : int or None
+        The dimension of the span the fit ran in, or None when it ran in all coordinates.
+    span_basis_ : ndarray (d, span_dim_) or None
+        An orthonormal basis of that span.
 
     Notes
     -----
@@ -143,6 +157,7 @@ class SDPMetric(MetricLearner):
 
     constraint_kind = "triplets"
     optimality_measure = "relative_duality_gap"
+    span_complement = "identity"
     _parameter_constraints: dict = {
         "loss": [StrOptions(set(LOSSES))],
         "C": [Interval(Real, 0, None, closed="neither")],
@@ -162,6 +177,9 @@ class SDPMetric(MetricLearner):
                  verbose=0):
         store_params(self, locals())
 
+    def _span_complement_scale(self) -> float:
+        return self._complement
+
     def _check_params(self, n_triplets):
         """What the constraints of each parameter cannot say: c1 < c2, at least one triplet and,
         with the Huber loss, C·|S| > 1."""
@@ -178,13 +196,15 @@ class SDPMetric(MetricLearner):
         triplets = np.asarray(constraints.triplets, dtype=np.intp).reshape(-1, 3)
         self._check_params(len(triplets))
         start = time.perf_counter()
-        d = X.shape[1]
+        off_span = getattr(self, "_off_span_dim", 0)  # solving in the span (:mod:`.span`)
+        d = X.shape[1] + off_span  # the whole space's, of X_1 = I/d
         loss = _Loss(self.loss, self.C, self.h)
         i, j, k = triplets.T
         # distinct pairs; a_r = x_i − x_k is pairs[ia[r]], b_r = x_i − x_j is pairs[ib[r]]
         pairs, ib, ia = triplet_pairs(triplets)
 
-        Xm = np.eye(d) / d  # X_1 = I/d: trace one, the Euclidean metric
+        Xm = np.eye(X.shape[1]) / d  # X_1 = I/d: trace one, the Euclidean metric
+        off = 1.0 / d  # X's value off the span, X = off·I there
         q = pair_sq_distances(X, pairs) / d
         m = q[ia] - q[ib]  # ⟨A_r, X_1⟩
 
@@ -203,6 +223,8 @@ class SDPMetric(MetricLearner):
             act = np.flatnonzero(w)
             v = top_eigenvector(X[pairs[act, 0]] - X[pairs[act, 1]], w[act], v0=v0)
             p = _vertex_margins(X @ v, i, j, k, np.empty(len(m)))  # ⟨A_r, v vᵀ⟩
+            if off_span and c @ p <= 0:  # λ_max ≤ 0 here: the whole space's vertex is off it
+                raise LeavesSpan
             return rho, f, c, v, p, float(c @ (p - m))  # gap ⟨∇_X f, v vᵀ − X⟩ = −⟨p, ∇F⟩
 
         v, converged, f_prev, report = None, False, None, self.verbose >= 2
@@ -230,6 +252,7 @@ class SDPMetric(MetricLearner):
             m += alpha * (p - m)  # Eq. (7): X ← X + α (v vᵀ − X)
             Xm *= 1 - alpha
             Xm += alpha * np.outer(v, v)
+            off *= 1 - alpha
             f_prev = f
         Xm = (Xm + Xm.T) / 2
         self.components_ = components_from_psd(Xm)
@@ -239,6 +262,7 @@ class SDPMetric(MetricLearner):
         q = pair_sq_distances(XL, pairs)
         m = q[ia] - q[ib]
         rho, f, *_, gap = vertex(m, v)
+        self._complement = off
         self.rho_ = float(rho)
         self.objective_ = float(f)
         self.n_iter_ = len(trace["objective"])

@@ -12,11 +12,17 @@ the constraints' ``(x_i − x_j)(x_i − x_j)ᵀ`` (a dual) is zero off the span
 ``span_complement = "zero"``, ``M = V M_Z Vᵀ`` and ``L = L_Z Vᵀ``. Learners declare it with
 ``span_complement = "identity"`` and, where some option breaks it (another prior, a
 rectangular L), :meth:`~dml_bench.solvers.base.MetricLearner._solves_in_span` says when it
-holds; each states its own reason in its docstring. The fitted learner records q in
-``span_dim_`` (None when it solved in all d coordinates).
+holds; each states its own reason in its docstring. A learner whose iterate can leave the span
+in some step raises :class:`LeavesSpan` there, and the fit runs again in all coordinates. The
+fitted learner records q in ``span_dim_`` (None when it solved in all d coordinates).
 """
 
 from __future__ import annotations
+
+
+class LeavesSpan(Exception):
+    """Raised by a learner's fit in the span when its next iterate would leave the span (its
+    step's direction lies off it), so that the fit runs again in all coordinates."""
 
 import numpy as np
 import scipy.linalg
