@@ -51,6 +51,10 @@ CASES = {  # every learner with span_complement set
     "xing": {"max_iter": 30, "tol": 0.0, "max_proj": 20},
     "xing-exact": {"max_iter": 30, "tol": 0.0, "projection": "exact"},
     "sdpmetric": {"max_iter": 30, "tol": 0.0},
+    "mdml": {"log_every": 50},
+    "mdml-hard": {"log_every": 50, "shrinkage": "hard", "rho": 0.5},
+    "mdml-vn": {"log_every": 50, "divergence": "von_neumann", "loss": "logistic", "eta": 0.05},
+    "mdml-rho": {"log_every": 50, "rho": 2.0},  # the off-span eigenvalue shrinks to 0
     "ldml": {"max_iter": 40, "tol": 0.0},
     "ldml-psd": {"max_iter": 40, "tol": 0.0, "psd": True},
     # 12 steps: LSML's descent amplifies rounding (after 30 steps the full solve on rotated
@@ -158,3 +162,13 @@ def test_a_step_off_the_span_solves_in_all_coordinates():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = SOLVERS["sdpmetric"](max_iter=5).fit(X, y, constraints=swapped)
     assert model.span_dim_ is None and model.metric_.shape == (X.shape[1],) * 2
+
+
+@pytest.mark.parametrize("name", ["mdml", "mdml-hard", "mdml-vn", "mdml-rho"])
+def test_mdml_counts_the_eigenvalues_off_the_span(name):
+    """MDML's trace norm, rank and spectrum in the span count the d − q eigenvalues off it."""
+    _, _, _, reduced, full = full_and_reduced(name, CASES[name])
+    scale = full.eigenvalues_.max()
+    np.testing.assert_allclose(reduced.eigenvalues_, full.eigenvalues_, atol=1e-9 * scale)
+    np.testing.assert_array_equal(reduced.trace_["rank"], full.trace_["rank"])
+    np.testing.assert_allclose(reduced.trace_["objective"], full.trace_["objective"], rtol=1e-9)

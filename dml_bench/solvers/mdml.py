@@ -143,6 +143,19 @@ def _comid_pass(U, labels, order, t, lam, V, mu, eta, rho, loss_code, von_neuman
     return lam, V, mu, t, np.nan
 
 
+def off_span_shrinkage(value: float, t0: int, t1: int, eta: float, rho: float,
+                       hard: bool) -> float:
+    """The eigenvalue of ``∇ψ(M)`` off the span of the points after the updates ``t0 + 1 … t1``
+    from ``value``: no rank-one term reaches it (``z = Vᵀu`` is 0 there), only the shrinkage of
+    each step, ``(λ − η_t ρ)_+``, or with ``hard`` the cut at ρ (:func:`comid_step`)."""
+    if t1 == t0:
+        return value
+    if hard:
+        return 0.0 if value < rho else value
+    shrink = rho * (eta / np.sqrt(np.arange(t0 + 1, t1 + 1, dtype=np.float64)))
+    return max(value - float(shrink.sum()), 0.0)  # once at 0 it stays there
+
+
 class MDML(MetricLearner):
     """Mirror descent metric learning (Kunapuli & Shavlik 2012, Algorithm 1).
 
@@ -185,6 +198,13 @@ class MDML(MetricLearner):
         0: silent; 1: one line at the end of the fit (updates, objective, seconds); 2 and more:
         also one line per trace record.
 
+    With more features than training points, the fit runs in the span of the points'
+    differences (:mod:`~dml_bench.solvers.span`; ``span_dim_``), with the same updates as in all
+    d coordinates: each step's rank-one term ``u uᵀ`` lies on the span, so ``∇ψ(M)`` keeps one
+    eigenvalue off it, which only the shrinkage moves (1 for Frobenius, 0 for von Neumann at
+    ``M_0 = I``; :func:`off_span_shrinkage`), and M is ``h`` of it times the identity there.
+    The trace norm, ``rank`` and ``eigenvalues_`` count those d − q eigenvalues.
+
     Attributes
     ----------
     metric_ : ndarray (d, d)
@@ -210,6 +230,10 @@ class MDML(MetricLearner):
         Per record: ``objective`` (Eq. (4)), ``mean_loss``, ``threshold`` (µ), ``rank`` (eigenvalues
         of ∇ψ(M) that are non-zero, i.e. of M above 0 for Frobenius and above 1 for von Neumann),
         ``n_updates``, ``time`` (seconds since the start of ``fit``).
+    span_dim_ : int or None
+        The dimension of the span the fit ran in, or None when it ran in all coordinates.
+    span_basis_ : ndarray (d, span_dim_) or None
+        An orthonormal basis of that span.
 
     Notes
     -----
@@ -235,6 +259,7 @@ class MDML(MetricLearner):
 
     constraint_kind = "pairs"
     optimality_measure = "none (fixed number of passes)"
+    span_complement = "identity"
     _parameter_constraints: dict = {
         "loss": [StrOptions(set(LOSSES))],
         "divergence": [StrOptions(set(DIVERGENCES))],
@@ -269,6 +294,7 @@ class MDML(MetricLearner):
         self.eta_ = float(eta)
         h = np.exp if vn else (lambda lam: lam)  # M = V h(Λ) Vᵀ from ∇ψ(M) = V Λ Vᵀ
         lam = np.zeros(d) if vn else np.ones(d)  # M_0 = I: log M_0 = 0, resp. M_0 = I
+        off = 0.0 if vn else 1.0  # the same off the span of the points, if solving in it
         V = np.eye(d)
         mu = 1.0  # µ_0 = 1
         rng = check_random_state(self.random_state)
@@ -281,21 +307,25 @@ class MDML(MetricLearner):
             order = rng.permutation(n_pairs) if self.shuffle else np.arange(n_pairs)
             # the compiled pass runs between two trace records (log_every pairs at a time)
             for chunk in np.split(order, np.arange(log_every - t % log_every, n_pairs, log_every)):
+                t0 = t
                 lam, V, mu, t, m = _comid_pass(U, labels, chunk, t, lam, V, mu, eta, self.rho,
                                                code, vn, self.shrinkage == "hard")
+                off = off_span_shrinkage(off, t0, t, eta, self.rho, self.shrinkage == "hard")
                 if np.isfinite(m):
                     raise FloatingPointError(
                         f"MDML: the {self.loss} loss gradient overflowed at update {t} "
                         f"(margin {m:.3g}); decrease eta or normalise the data")
                 if t % log_every == 0:
-                    self._record(trace, U, labels, lam, V, h, mu, t, start)
+                    self._record(trace, U, labels, lam, V, h, mu, t, start, off)
         if not trace["n_updates"] or trace["n_updates"][-1] != t:
-            self._record(trace, U, labels, lam, V, h, mu, t, start)
+            self._record(trace, U, labels, lam, V, h, mu, t, start, off)
         hl = h(lam)
         M = (V * hl) @ V.T
         self.metric_ = (M + M.T) / 2
         self.components_ = components_from_psd(self.metric_)
-        self.eigenvalues_ = np.sort(hl)
+        off_span = getattr(self, "_off_span_dim", 0)
+        self._complement = float(h(off))  # M off the span of the points, when solving in it
+        self.eigenvalues_ = np.sort(np.append(hl, np.full(off_span, self._complement)))
         self.threshold_ = float(mu)
         self.objective_ = float(trace["objective"][-1])
         self.n_iter_ = t
@@ -303,8 +333,12 @@ class MDML(MetricLearner):
         self.optimality_ = float("nan")
         self.trace_ = {k: np.asarray(v) for k, v in trace.items()}
 
-    def _record(self, trace, U, labels, lam, V, h, mu, t, start):
-        """Append Eq. (4) at the current (M, µ): distances row-wise from ``U V h(Λ)^{1/2}``."""
+    def _span_complement_scale(self) -> float:
+        return self._complement
+
+    def _record(self, trace, U, labels, lam, V, h, mu, t, start, off):
+        """Append Eq. (4) at the current (M, µ): distances row-wise from ``U V h(Λ)^{1/2}``;
+        ``off``: ∇ψ(M)'s eigenvalue off the span of the points, when solving in it."""
         active = lam != 0  # for Frobenius only the non-zero eigenvalues contribute
         hl = h(lam)
         if self.divergence == "frobenius":
@@ -314,10 +348,12 @@ class MDML(MetricLearner):
             W = U @ V
             dist = (W * W) @ hl
         mean_loss = float(loss_and_slope(labels * (mu - dist), self.loss)[0].mean())
-        trace["objective"].append(mean_loss + self.rho * float(hl.sum()))
+        off_span = getattr(self, "_off_span_dim", 0)  # each with eigenvalue `off` of ∇ψ(M)
+        trace["objective"].append(mean_loss + self.rho * (float(hl.sum())
+                                                          + off_span * float(h(off))))
         trace["mean_loss"].append(mean_loss)
         trace["threshold"].append(float(mu))
-        trace["rank"].append(int(active.sum()))
+        trace["rank"].append(int(active.sum()) + (off_span if off != 0 else 0))
         trace["n_updates"].append(t)
         trace["time"].append(time.perf_counter() - start)
         if self.verbose >= 2:
