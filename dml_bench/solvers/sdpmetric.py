@@ -270,13 +270,16 @@ class SDPMetric(MetricLearner):
         self.optimality_ = max(gap, 0.0) / abs(f)
         self.trace_ = {key: np.asarray(vals) for key, vals in trace.items()}
         if not converged:
-            rule = ("relative Frank-Wolfe gap ≤ tol" if self.stopping == "gap"
-                    else "relative change of f ≤ tol")
-            warn_not_converged(
-                self, rule=f"{rule} = {self.tol:g}", cap=f"max_iter = {self.max_iter} iterations",
-                reached=f"relative Frank-Wolfe gap {self.optimality_:.3g}",
-                hint=rate_hint(self.max_iter, self.optimality_, self.tol,
-                               rate="Frank-Wolfe O(1/t)"))
+            self._warn_capped()
+
+    def _warn_capped(self):
+        """The ConvergenceWarning of a fit that reached ``max_iter``."""
+        rule = ("relative Frank-Wolfe gap ≤ tol" if self.stopping == "gap"
+                else "relative change of f ≤ tol")
+        warn_not_converged(
+            self, rule=f"{rule} = {self.tol:g}", cap=f"max_iter = {self.max_iter} iterations",
+            reached=f"relative Frank-Wolfe gap {self.optimality_:.3g}",
+            hint=rate_hint(self.max_iter, self.optimality_, self.tol, rate="Frank-Wolfe O(1/t)"))
 
 
 class _Loss:
