@@ -144,7 +144,7 @@ class DMLEig(MetricLearner):
         Factor c² with ``q_τ = c² ⟨X_τ, M⟩`` (the units of ``trace_``).
     span_dim_ : int or None
         The dimension of the span the fit ran in, or None when it ran in all coordinates.
-    span_basis_ : ndarray (d, span_dim_) or None
+    span_basis_ : ndarray (d, ``span_dim_``) or None
         An orthonormal basis of that span.
 
     References

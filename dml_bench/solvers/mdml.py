@@ -232,7 +232,7 @@ class MDML(MetricLearner):
         ``n_updates``, ``time`` (seconds since the start of ``fit``).
     span_dim_ : int or None
         The dimension of the span the fit ran in, or None when it ran in all coordinates.
-    span_basis_ : ndarray (d, span_dim_) or None
+    span_basis_ : ndarray (d, ``span_dim_``) or None
         An orthonormal basis of that span.
 
     Notes

@@ -133,7 +133,7 @@ class Xing(MetricLearner):
         rounds) and ``time`` (seconds since the start of ``fit``).
     span_dim_ : int or None
         The dimension of the span the fit ran in, or None when it ran in all coordinates.
-    span_basis_ : ndarray (d, span_dim_) or None
+    span_basis_ : ndarray (d, ``span_dim_``) or None
         An orthonormal basis of that span.
 
     References
