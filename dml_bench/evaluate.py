@@ -147,25 +147,27 @@ def model_retrieval_precision(model, X_test, y_test, target: int, top: int = 20)
     return retrieval_precision(model.transform(X_test), relevant, relevant, top)
 
 
-def model_spectrum_counts(model, energy: float = 0.9, rtol: float = 1e-8) -> tuple[int, int]:
-    """:func:`spectrum_counts` of a fitted learner's ``components_``. A learner that solved in
-    the span of its training points (``span_dim_``, a basis V of the span kept) has
-    ``L = V L_V Vᵀ + √c (I − VVᵀ)`` (or ``L_V Vᵀ``, ``span_complement="zero"``): its singular
-    values are those of ``L V`` (d×q) and √c (or 0) for each of the d − q dimensions off the
-    span, without the d×d SVD. c (1 but for a learner that rescales its metric) is read off L
-    on one unit vector off the span."""
-    V = getattr(model, "span_basis_", None)
-    if V is None:
+def model_spectrum_counts(model, energy: float = 0.9, rtol: float = 1e-8) -> tuple[int, int] | \
+        tuple[None, None]:
+    """:func:`spectrum_counts` of a fitted learner's ``components_`` ((None, None) for a model
+    without one). A learner that solved in the span of its training points keeps
+    ``L = √c I + V (L_V − √c I) Vᵀ`` factored (or ``L = L_V Vᵀ``: ``span_complement="zero"``,
+    c = 0; :mod:`~dml_bench.solvers.span`): its singular values are those of the q×q L_V and
+    √c for each of the d − q dimensions off the span, without the d×d SVD."""
+    from .solvers.span import span_lifts  # the solver package only where a model is at hand
+
+    lifts = span_lifts(model)
+    if lifts is None:
+        if not hasattr(model, "components_"):
+            return None, None
         return spectrum_counts(model.components_, energy, rtol)
-    L = np.asarray(model.components_, dtype=float)
-    off_span = L.shape[1] - V.shape[1] if model.span_complement == "identity" else 0
-    c = 0.0
-    if off_span:  # e_k minus its part in the span, k the coordinate the span holds least of
-        k = int(np.argmin(np.einsum("ij,ij->i", V, V)))
-        u = -V @ V[k]
-        u[k] += 1.0
-        c = float(np.sum((L @ u) ** 2) / np.sum(u * u))
-    lam = np.concatenate([np.linalg.svd(L @ V, compute_uv=False) ** 2, np.full(off_span, c)])
+    V = lifts.basis
+    L_V, root_c = lifts.parts.get("components_", (None, 0.0))
+    if L_V is None:  # zero off the span: L V = L_V
+        L_V = np.asarray(model.components_, dtype=float) @ V
+    off_span = V.shape[0] - V.shape[1] if root_c else 0
+    lam = np.concatenate([np.linalg.svd(L_V, compute_uv=False) ** 2,
+                          np.full(off_span, root_c ** 2)])
     return _counts(lam, energy, rtol)
 
 

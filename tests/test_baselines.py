@@ -192,6 +192,22 @@ def test_rca_rank_deficient_reduces_to_range():
                                atol=1e-8 * np.abs(model.metric_).max())
 
 
+
+def test_rca_with_more_dimensions_than_points_takes_the_thin_svd():
+    # 12 points in 40 dimensions, 4 chunklets: rank Ĉ = 8; the fit never forms the 40×40 Ĉ
+    # and gives the pseudo-inverse of the loop-built covariance, whitened on its range
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(12, 40))
+    y = np.repeat(np.arange(4), 3)
+    model = RCA().fit(X, y)
+    C = chunklet_covariance_loops(X, y)
+    assert model.rank_ == 8 == np.linalg.matrix_rank(C)
+    np.testing.assert_allclose(model.metric_, np.linalg.pinv(C, rcond=1e-10),
+                               atol=1e-8 * np.abs(model.metric_).max())
+    L = model.components_
+    np.testing.assert_allclose(L @ C @ L.T, np.eye(8), atol=1e-9)
+    np.testing.assert_allclose(model.chunklet_covariance_, C, atol=1e-12)
+
 # ------------------------------------------------------------------ LDML
 
 

@@ -172,3 +172,45 @@ def test_mdml_counts_the_eigenvalues_off_the_span(name):
     np.testing.assert_allclose(reduced.eigenvalues_, full.eigenvalues_, atol=1e-9 * scale)
     np.testing.assert_array_equal(reduced.trace_["rank"], full.trace_["rank"])
     np.testing.assert_allclose(reduced.trace_["objective"], full.trace_["objective"], rtol=1e-9)
+
+
+@pytest.mark.parametrize("name, params", [("itml", {"max_iter": 5}), ("ldml", {"max_iter": 5}),
+                                          ("dml_eig", {"max_iter": 5})])
+def test_a_fit_in_the_span_forms_no_d_by_d_array(name, params):
+    # d = 3000: one d×d array is 72 MB; the fit, transform, pair distances and spectrum keep to
+    # the points and the span (peak measured by tracemalloc, which numpy reports to), after a
+    # first fit that imports and compiles what the learner uses
+    import tracemalloc
+    X, y, X_test, _ = problem(n=40, d=3000)
+    learner = SOLVERS[name](**params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        learner.fit(X[:, :200], y)
+    tracemalloc.start()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        learner.fit(X, y)
+    Z = learner.transform(X_test)
+    D = learner.pair_distance(np.stack([X_test[:10], X_test[10:20]], axis=1))
+    counts = model_spectrum_counts(learner)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 0.25 * 3000 ** 2 * 8  # a quarter of one d×d array
+    # the same map as the d×d L formed on reading it
+    L = learner.components_
+    np.testing.assert_allclose(Z, X_test @ L.T, atol=1e-10 * np.abs(X_test @ L.T).max())
+    np.testing.assert_allclose(D, np.linalg.norm((X_test[:10] - X_test[10:20]) @ L.T, axis=1),
+                               rtol=1e-10)
+    assert counts == spectrum_counts(L)
+    np.testing.assert_allclose(learner.get_mahalanobis_matrix(), L.T @ L,
+                               atol=1e-10 * np.abs(L.T @ L).max())
+
+
+def test_a_refit_in_all_coordinates_drops_the_factored_results():
+    X, y, X_test, _ = problem()
+    learner = SOLVERS["itml"](max_iter=5).fit(X, y)
+    assert learner.span_dim_ is not None
+    learner.fit(X[:, :20], y)  # more points than features: all coordinates
+    assert learner.span_dim_ is None
+    np.testing.assert_allclose(learner.transform(X_test[:, :20]),
+                               X_test[:, :20] @ learner.components_.T)

@@ -40,8 +40,7 @@ def run_task(task: Task, blas_threads: int = BLAS_THREADS, n_jobs: int = 1,
             solver, wall, cpu = fit_task_solver(task, X_train, y_train, constraints)
             error = model_error(solver, X_train, y_train, X_test, y_test,
                                 task.evaluation.knn_k, task.evaluation.tie_break)
-            sparsity = (model_spectrum_counts(solver) if hasattr(solver, "components_")
-                        else (None, None))
+            sparsity = model_spectrum_counts(solver)
             more = measure(task, solver, X_test, y_test) if measure else {}
     except Exception as exc:  # one broken task must not take the experiment down
         return failure_row(task, exc)

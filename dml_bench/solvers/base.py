@@ -54,8 +54,8 @@ from sklearn.utils._param_validation import (Hidden, Interval, InvalidParameterE
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..constraints import Constraints, knn_triplets
-from .linalg import check_square_memory
-from .span import LeavesSpan, lift_identity_complement, span_basis
+from .span import (LeavesSpan, SpanLifts, check_fitted_metric, factored_transform, span_basis,
+                   span_lifts)
 from .weak import WeaklySupervisedMixin, accepts_tuples
 
 #: constraints of a seed of ``numpy.random.default_rng``: an int ≥ 0, or None for fresh entropy
@@ -194,9 +194,6 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
     #: span of the training points' differences set it: with more features than points they
     #: solve in that span (:mod:`.span`)
     span_complement: ClassVar[str | None] = None
-    #: d×d arrays alive while a fit in the span lifts its results (None: 3 for an identity
-    #: complement, 2 for a zero one)
-    _lifted_square_arrays: ClassVar[int | None] = None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -284,6 +281,7 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
     def _fit_in_span_or_full(self, X, y, constraints) -> None:
         """``_fit`` on the span coordinates ``X V`` and the metric lifted (:mod:`.span`) when
         the learner allows it and the points span fewer dimensions than X has; else on X."""
+        vars(self).pop("_span_lifts", None)  # a previous fit's factored results
         V = (span_basis(X) if self._solves_in_span() and not sp.issparse(X)
              and X.shape[1] > X.shape[0] else None)
         if V is None or V.shape[1] >= X.shape[1]:
@@ -292,11 +290,6 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
             if self.span_complement is not None:
                 self.span_dim_ = self.span_basis_ = None
             return
-        # the lifted d×d results (metric_, an identity lift's components_ and the products
-        # forming them), refused in one line before any work when they cannot fit
-        check_square_memory(type(self).__name__, X.shape[1], self._lifted_square_arrays
-                            or (3 if self.span_complement == "identity" else 2), "d",
-                            getattr(self, "memory_limit_gb", None))
         self._off_span_dim = X.shape[1] - V.shape[1]  # the identity's dimensions off the span
         try:
             self._fit(X @ V, y, constraints)
@@ -306,15 +299,30 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
             self.span_dim_ = self.span_basis_ = None
             return
         c = self._span_complement_scale()
+        self._span_lifts = lifts = SpanLifts(V)  # the d×d results kept factored (:mod:`.span`)
+        M_V = vars(self).pop("metric_", None)  # None: a learner given by L alone
         if c:  # M = c·I off the span, so L = √c·I there
-            self.components_ = lift_identity_complement(self.components_, V, np.sqrt(c))
-            self.metric_ = lift_identity_complement(self.metric_, V, c)
+            L_V = vars(self).pop("components_")
+            lifts.keep("components_", L_V, np.sqrt(c))
+            lifts.keep("metric_", L_V.T @ L_V if M_V is None else M_V, c)
         else:  # zero off the span: M = V M_V Vᵀ, L = L_V Vᵀ
             self.components_ = np.ascontiguousarray(self.components_ @ V.T)
-            self.metric_ = V @ self.metric_ @ V.T
+            if M_V is not None:
+                lifts.keep("metric_", M_V, 0.0)
         self._lift_from_span(V)
         self.span_dim_ = V.shape[1]
         self.span_basis_ = V
+
+    def __getattr__(self, name):
+        """A d×d attribute kept factored after a fit in the span, or the ``metric_ = LᵀL`` of a
+        learner that stores only ``components_``, formed on this read."""
+        lifts = vars(self).get("_span_lifts")
+        if lifts is not None and name in lifts.parts:
+            return lifts.lift(name)
+        if name == "metric_" and "components_" in vars(self):
+            L = vars(self)["components_"]
+            return L.T @ L
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _span_complement_scale(self) -> float:
         """The multiple of the identity that the learner's metric is off the span after its fit:
@@ -368,14 +376,21 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
         (scikit-learn's ``ClassNamePrefixFeaturesOutMixin``, as its
         ``NeighborhoodComponentsAnalysis``), and ``set_output(transform="pandas")`` gives a
         DataFrame with those columns."""
-        check_is_fitted(self, "components_")
+        check_fitted_metric(self)
+        lifts = span_lifts(self)
+        if lifts is not None and "components_" in lifts.parts:
+            return int(lifts.basis.shape[0])
         return int(np.shape(self.components_)[0])
 
     def transform(self, X):
-        """Map ``X`` into the learned space: ``X Lᵀ`` (Euclidean there = ``d_M`` here)."""
-        check_is_fitted(self, "components_")
+        """Map ``X`` into the learned space: ``X Lᵀ`` (Euclidean there = ``d_M`` here); after a
+        fit in the span, through L's factored form (:func:`.span.factored_transform`)."""
+        check_fitted_metric(self)
         X = validate_data(self, X, dtype=self._input_dtypes(), reset=False,
                           accept_sparse="csr" if self.accepts_sparse else False)
+        lifts = span_lifts(self)
+        if lifts is not None and "components_" in lifts.parts:
+            return factored_transform(X, lifts)
         return np.asarray(X @ self.components_.T.astype(X.dtype, copy=False))
 
     def pair_distances(self, X, pairs):

@@ -17,6 +17,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.linalg
 from sklearn.decomposition import PCA
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.exceptions import ConvergenceWarning
@@ -36,10 +37,11 @@ def _wrapped_constraints(estimator_class, *names) -> dict:
 
 def _set_linear_map(est, L, objective=float("nan"), n_iter=0, converged=True, trace=None,
                     optimality=0.0):
-    """Store ``components_ = L`` and ``metric_ = LᵀL`` plus the bookkeeping attributes (the
-    defaults are those of a closed form)."""
+    """Store ``components_ = L`` plus the bookkeeping attributes (the defaults are those of a
+    closed form); ``metric_ = LᵀL`` (d×d) is formed when read
+    (:meth:`~dml_bench.solvers.base.MetricLearner.__getattr__`)."""
     est.components_ = np.ascontiguousarray(L, dtype=np.float64)
-    est.metric_ = est.components_.T @ est.components_
+    vars(est).pop("metric_", None)
     est.objective_ = float(objective)
     est.n_iter_ = int(n_iter)
     est.converged_ = bool(converged)
@@ -230,7 +232,12 @@ class LDA(MetricLearner):
         d = X.shape[1]
         offset = lda.transform(np.zeros((1, d)))
         self.estimator_ = lda
-        _set_linear_map(self, (lda.transform(np.eye(d)) - offset).T)
+        # the linear part, read off the transform of the unit vectors in blocks of rows (no d×d
+        # array: at DEXTER's d = 20,000 the whole identity is 3.2 GB)
+        block = max(1, min(d, 2 ** 23 // d))
+        L = np.concatenate([lda.transform(np.eye(min(block, d - start), d, start)) - offset
+                            for start in range(0, d, block)])
+        _set_linear_map(self, L.T)
 
 
 class PCAMetric(MetricLearner):
@@ -326,7 +333,9 @@ class RCA(MetricLearner):
     Attributes
     ----------
     chunklet_covariance_ : ndarray (d, d)
-        Ĉ.
+        Ĉ, formed when read. With fewer chunklet points than dimensions (and no ridge) the fit
+        takes Ĉ's eigenpairs from the thin SVD of the chunklet-centred points instead, so no
+        d×d array is formed.
     rank_ : int
         The number of rows of ``components_``: R (``ridge = 0``), d (``ridge > 0``) or k (cFLD).
     optimality_ : float
@@ -393,11 +402,19 @@ class RCA(MetricLearner):
         np.add.at(means, ids, Xc)
         means /= np.maximum(counts, 1)[:, None]
         centred = Xc - means[ids]
-        C = centred.T @ centred / len(Xc)  # Ĉ
-        d = C.shape[0]
-        lam, U = eigh_all(C)
+        self._chunklet_factor = centred / np.sqrt(len(Xc))  # Ĉ = FᵀF
+        d = X.shape[1]
+        if self.ridge == 0 and d > len(Xc):
+            # fewer chunklet points than dimensions: Ĉ's eigenpairs from the thin SVD of F
+            # (Ĉ = Q Σ² Qᵀ), without the d×d Ĉ
+            _, sigma, Qt = scipy.linalg.svd(self._chunklet_factor, full_matrices=False,
+                                            check_finite=False)
+            lam, U = sigma[::-1] ** 2, Qt[::-1].T  # ascending, as eigh_all's
+        else:
+            lam, U = eigh_all(self.chunklet_covariance_)
+        C_trace = float(np.sum(self._chunklet_factor ** 2))
         if self.ridge > 0:
-            lam = lam + self.ridge * np.trace(C) / d
+            lam = lam + self.ridge * C_trace / d
             keep = np.ones(d, dtype=bool)
         else:
             keep = lam > self.rank_tol * max(lam.max(), 0.0)
@@ -405,10 +422,17 @@ class RCA(MetricLearner):
             L = self._cfld(X, U, lam, keep)
         else:
             L = (U[:, keep] / np.sqrt(lam[keep])).T[::-1]  # W = Λ^{−1/2}Uᵀ ≅ Ĉ^{−1/2}
-        self.chunklet_covariance_ = C
         self.rank_ = len(L)
         _set_linear_map(self, L, trace={"time": [time.perf_counter() - start]}, n_iter=1)
         self.objective_ = float("nan")
+
+    @property
+    def chunklet_covariance_(self) -> np.ndarray:
+        """Ĉ (d×d), formed on read from the chunklet-centred points."""
+        F = vars(self).get("_chunklet_factor")
+        if F is None:
+            raise AttributeError("'RCA' object has no attribute 'chunklet_covariance_'")
+        return F.T @ F
 
     def _cfld(self, X, U, lam, keep):
         """cFLD directions (Bar-Hillel et al. 2005, §2.3) as rows, in the range of Ĉ (+ ridge)."""

@@ -198,7 +198,8 @@ class ITML(MetricLearner):
                 and self.prior == "identity")
 
     def _lift_from_span(self, V):
-        self.prior_ = np.eye(V.shape[0])
+        """The prior M₀ = I, kept factored as the other d×d results are."""
+        self._span_lifts.keep("prior_", vars(self).pop("prior_"), 1.0)
 
     def __init__(self, gamma=1.0, tol=0.01, max_proj=None, max_iter=1000, bounds=None,
                  pairs="given", random_state=0, prior="identity", verbose=0):

@@ -19,7 +19,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .base import VERBOSE, MetricLearner, report_progress, store_params, warn_not_converged
 from .baselines import _set_linear_map
 from .linalg import PairOuterSum, components_from_psd, pair_quadratic_forms, project_psd
-from .span import lift_identity_complement
+
 
 
 class LDML(MetricLearner):
@@ -96,7 +96,6 @@ class LDML(MetricLearner):
     constraint_kind = "pairs"
     #: M = I + (a combination of pair outer products) in the rescaled units (Notes)
     span_complement = "identity"
-    _lifted_square_arrays = 4  # and the unclipped M
     optimality_measure = "projected_gradient_norm"
     _parameter_constraints: dict = {
         "psd": ["boolean"],
@@ -189,7 +188,7 @@ class LDML(MetricLearner):
         return 1.0 / self._scale
 
     def _lift_from_span(self, V: np.ndarray) -> None:
-        self.raw_metric_ = lift_identity_complement(self.raw_metric_, V, 1.0 / self._scale)
+        self._span_lifts.keep("raw_metric_", vars(self).pop("raw_metric_"), 1.0 / self._scale)
 
 
 def ldml_loglik(X, pairs, t, M, b) -> tuple[float, np.ndarray]:

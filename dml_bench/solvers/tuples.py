@@ -12,7 +12,8 @@ metric as metric-learn exposes it (``get_mahalanobis_matrix``, ``get_metric``,
 from __future__ import annotations
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
+
+from .span import check_fitted_metric, factored_transform, span_lifts
 
 #: the tuples of each width, for the messages
 NAMES = {2: "pairs", 3: "triplets", 4: "quadruplets"}
@@ -235,18 +236,21 @@ def pair_labels(y, n: int, comparisons: bool = False) -> np.ndarray:
 def column_distances(estimator, P, idx, columns) -> np.ndarray:
     """``(n, len(columns))`` learned distances between the points of columns (a, b) of the
     tuples ``idx`` (rows of ``P``): ``‖L(x_a − x_b)‖``."""
-    L = np.asarray(estimator.components_, dtype=np.float64)
+    lifts = span_lifts(estimator)
+    factored = lifts is not None and "components_" in lifts.parts
+    L = None if factored else np.asarray(estimator.components_, dtype=np.float64)
     out = np.empty((len(idx), len(columns)))
     for c, (a, b) in enumerate(columns):
-        Z = (P[idx[:, a]] - P[idx[:, b]]) @ L.T
+        D = np.asarray(P[idx[:, a]] - P[idx[:, b]], dtype=np.float64)
+        Z = factored_transform(D, lifts) if factored else D @ L.T
         out[:, c] = np.sqrt(np.einsum("ij,ij->i", Z, Z))
     return out
 
 
 def fitted_tuples(estimator, X, widths):
     """``(P, idx)`` of :func:`tuple_source` for a fitted learner's tuple methods."""
-    check_is_fitted(estimator, "components_")
-    return tuple_source(estimator, X, widths, n_features=estimator.components_.shape[1])
+    check_fitted_metric(estimator)
+    return tuple_source(estimator, X, widths, n_features=estimator.n_features_in_)
 
 
 class MahalanobisMixin:
@@ -264,7 +268,7 @@ class MahalanobisMixin:
         sklearn.exceptions.NotFittedError
             Before ``fit``.
         """
-        check_is_fitted(self, "components_")
+        check_fitted_metric(self)
         M = getattr(self, "metric_", None)
         if M is None:
             L = np.asarray(self.components_)
@@ -285,7 +289,7 @@ class MahalanobisMixin:
         sklearn.exceptions.NotFittedError
             Before ``fit``.
         """
-        check_is_fitted(self, "components_")
+        check_fitted_metric(self)
         return MahalanobisDistance(self.components_)
 
     def pair_distance(self, pairs) -> np.ndarray:

@@ -52,6 +52,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ..constraints import Constraints
+from .span import check_fitted_metric, span_lifts
 from .tuples import (MahalanobisMixin, column_distances, distinct_points, distinct_rows,
                      fitted_tuples, pair_labels, tuple_ndim, tuple_source)
 
@@ -208,7 +209,7 @@ class PairsClassifierMixin:
         -------
         self
         """
-        check_is_fitted(self, "components_")
+        check_fitted_metric(self)
         if isinstance(threshold, bool) or not np.isscalar(threshold) \
                 or not np.isfinite(threshold):
             raise ValueError(f"threshold: expected a finite number, got {threshold!r}")
@@ -384,8 +385,12 @@ def _classifies_tuples(estimator) -> bool:
     """The tuple classifier's methods exist: a pair or triplet learner, unfitted or fitted on
     tuples (or given a threshold)."""
     return (getattr(estimator, "constraint_kind", None) in _CLASSIFIERS
-            and (not hasattr(estimator, "components_") or estimator.__dict__.get("_tuple_fit",
-                                                                                  False)))
+            and (not _is_fitted(estimator) or estimator.__dict__.get("_tuple_fit", False)))
+
+
+def _is_fitted(estimator) -> bool:
+    """Fitted (``components_``, or its factored form after a fit in the span: not formed here)."""
+    return span_lifts(estimator) is not None or "components_" in vars(estimator)
 
 
 def _learns_pairs(estimator) -> bool:
