@@ -6,11 +6,13 @@ section, ``min (1/T) Σ max(1 + ‖x_i − x_j‖²_W − ‖x_i − x_k‖²_W,
 """
 
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 
 from dml_bench.constraints import Constraints, random_triplets
 from dml_bench.solvers.incremental_eigen import eigen_update
@@ -322,10 +324,17 @@ def test_memory_guard_raises_before_allocating(cls):
     X = np.zeros((4, d))
     X[np.arange(4), np.arange(4)] = 1.0
     c = Constraints(np.zeros((0, 2), int), np.zeros((0, 2), int), np.array([[0, 1, 2]]))
+    # in all coordinates (the learner without its solve in the span)
+    full = type("Full" + cls.__name__, (cls,), {"span_complement": None})
     with pytest.raises(MemoryError, match=r"needs about \d+.* GiB for d×d matrices \(d = 200000"):
-        cls(max_iter=1).fit(X, constraints=c)
+        full(max_iter=1).fit(X, constraints=c)
     with pytest.raises(MemoryError, match="available 0.0 GiB"):
-        cls(max_iter=1, memory_limit_gb=1e-6).fit(X[:, :300], constraints=c)
+        full(max_iter=1, memory_limit_gb=1e-6).fit(X[:, :300], constraints=c)
+    if cls.span_complement is not None:
+        # four points span three dimensions: the fit there forms no d×d matrix and runs
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            assert cls(max_iter=1).fit(X, constraints=c).span_dim_ == 3
 
 
 # ------------------------------------------------------------------------------ optimisation
