@@ -54,8 +54,8 @@ from sklearn.utils._param_validation import (Hidden, Interval, InvalidParameterE
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..constraints import Constraints, knn_triplets
-from .span import (LeavesSpan, SpanLifts, check_fitted_metric, factored_transform, span_basis,
-                   span_lifts)
+from .span import (LeavesSpan, SpanLifts, check_fitted_metric, factored_components,
+                   factored_transform, span_basis)
 from .weak import WeaklySupervisedMixin, accepts_tuples
 
 #: constraints of a seed of ``numpy.random.default_rng``: an int ≥ 0, or None for fresh entropy
@@ -377,8 +377,8 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
         ``NeighborhoodComponentsAnalysis``), and ``set_output(transform="pandas")`` gives a
         DataFrame with those columns."""
         check_fitted_metric(self)
-        lifts = span_lifts(self)
-        if lifts is not None and "components_" in lifts.parts:
+        lifts = factored_components(self)
+        if lifts is not None:
             return int(lifts.basis.shape[0])
         return int(np.shape(self.components_)[0])
 
@@ -388,8 +388,8 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
         check_fitted_metric(self)
         X = validate_data(self, X, dtype=self._input_dtypes(), reset=False,
                           accept_sparse="csr" if self.accepts_sparse else False)
-        lifts = span_lifts(self)
-        if lifts is not None and "components_" in lifts.parts:
+        lifts = factored_components(self)
+        if lifts is not None:
             return factored_transform(X, lifts)
         return np.asarray(X @ self.components_.T.astype(X.dtype, copy=False))
 

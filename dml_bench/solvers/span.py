@@ -81,6 +81,13 @@ def span_lifts(estimator) -> SpanLifts | None:
     return vars(estimator).get("_span_lifts")
 
 
+def factored_components(estimator) -> SpanLifts | None:
+    """The estimator's factored d×d attributes when they hold ``components_`` (an identity
+    lift), else None (``components_`` is an array)."""
+    lifts = span_lifts(estimator)
+    return lifts if lifts is not None and "components_" in lifts.parts else None
+
+
 def check_fitted_metric(estimator) -> None:
     """scikit-learn's ``NotFittedError`` before ``fit``; a learner fitted in the span counts as
     fitted without forming its d×d ``components_``."""

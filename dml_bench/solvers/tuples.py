@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .span import check_fitted_metric, factored_transform, span_lifts
+from .span import check_fitted_metric, factored_components, factored_transform
 
 #: the tuples of each width, for the messages
 NAMES = {2: "pairs", 3: "triplets", 4: "quadruplets"}
@@ -236,13 +236,12 @@ def pair_labels(y, n: int, comparisons: bool = False) -> np.ndarray:
 def column_distances(estimator, P, idx, columns) -> np.ndarray:
     """``(n, len(columns))`` learned distances between the points of columns (a, b) of the
     tuples ``idx`` (rows of ``P``): ``‖L(x_a − x_b)‖``."""
-    lifts = span_lifts(estimator)
-    factored = lifts is not None and "components_" in lifts.parts
-    L = None if factored else np.asarray(estimator.components_, dtype=np.float64)
+    lifts = factored_components(estimator)
+    L = None if lifts is not None else np.asarray(estimator.components_, dtype=np.float64)
     out = np.empty((len(idx), len(columns)))
     for c, (a, b) in enumerate(columns):
         D = np.asarray(P[idx[:, a]] - P[idx[:, b]], dtype=np.float64)
-        Z = factored_transform(D, lifts) if factored else D @ L.T
+        Z = D @ L.T if lifts is None else factored_transform(D, lifts)
         out[:, c] = np.sqrt(np.einsum("ij,ij->i", Z, Z))
     return out
 
