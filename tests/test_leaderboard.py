@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.linalg
 import scipy.sparse
 import yaml
 from click.testing import CliRunner
@@ -24,6 +25,9 @@ from scipy import stats
 from dml_bench.report import ranking
 from dml_bench.solvers import ITML
 from dml_bench.cli import main
+from dml_bench.run.budget import OVER_BUDGET
+
+OVER_BUDGET_REASON = OVER_BUDGET.format(600.0)
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.usefixtures("tmp_cache")
@@ -847,6 +851,28 @@ def test_scaling_diagnosis_rare_feature_share_against_dense_counts(benchmark_scr
     assert n_rare == rare.sum() and got == pytest.approx(share.mean(), rel=1e-12)
 
 
+def test_class_collapse_basis_against_the_null_space_of_the_within_class_differences(
+        benchmark_script):
+    """More features than points: the directions in the span of the centred data on which every
+    class is one point, found independently as w = X_cᵀa with a in the null space of W X_cᵀ (W the
+    within-class differences); c − 1 of them, the same subspace."""
+    diagnosis = benchmark_script("diagnoses/class_collapse_diagnosis")
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(15, 60))
+    y = np.repeat([0, 1, 2], 5)
+    basis, spread = diagnosis.collapse_basis(scipy.sparse.csr_matrix(X), y)
+    Xc = X - X.mean(axis=0)
+    W = X - np.stack([X[y == k].mean(axis=0) for k in range(3)])[y]
+    # (a = 1 gives w = 0: the centred rows sum to zero; orth drops it)
+    reference = scipy.linalg.orth(Xc.T @ scipy.linalg.null_space(W @ Xc.T))
+    assert basis.shape == (60, 2) and reference.shape[1] == 2
+    assert np.max(scipy.linalg.subspace_angles(basis, reference)) < 1e-8
+    assert spread < 1e-12
+    projected = X @ basis
+    for k in range(3):
+        assert np.ptp(projected[y == k], axis=0).max() < 1e-12
+
+
 def test_experiment_of_reads_a_board_config_and_a_run_config(tmp_path):
     from dml_bench.experiment.schema import ConfigError
     from dml_bench.leaderboard.board import experiment_of
@@ -944,3 +970,32 @@ def test_the_board_records_its_compute_as_the_sum_of_its_fits_wall_times(small_b
     hours = (runs["fit_time"].sum() + runs["tuning_time"].fillna(0).sum()) / 3600
     assert f"Compute recorded: {hours:.1f} h of fit wall time" in (
         board / "LEADERBOARD.md").read_text()
+
+
+@pytest.mark.parametrize("status, reason, bound", [
+    ("over_budget", OVER_BUDGET_REASON + " (1002 s on AMD EPYC)", "> 1002 s"),
+    ("over_budget", OVER_BUDGET_REASON + " (no fit ended in 1200 s, data preparation included)",
+     "> 1200 s"),
+    ("over_budget", OVER_BUDGET_REASON, "> 600 s"),
+    ("over_budget", "estimated: over budget on letter, which has no more points and features",
+     "est. > 600 s"),
+    ("cannot_run", "memory: an estimated 23.8 GB for n_train = 210, d = 20000 exceeds the 8 GB "
+     "rule", "23.8 GB"),
+    ("failed", "ValueError: x", ""),
+])
+def test_a_cell_without_a_result_shows_the_bound_that_decided_it(status, reason, bound):
+    from dml_bench.leaderboard.board import cell_bound
+
+    assert cell_bound(status, reason, 600.0) == bound
+
+
+def test_the_board_page_shows_the_memory_estimate_beside_n_a(small_board, tmp_path):
+    _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r")
+    board = tmp_path / "r" / "leaderboard_quick"
+    table = pd.read_csv(board / "board.csv", keep_default_na=False).set_index(["dataset",
+                                                                               "method"])
+    # 8 d×d float64 matrices on iris (d = 4): 1024 B, 0.0 GB at one decimal
+    assert table.loc[("iris", "dml_eig"), "bound"] == "0.0 GB"
+    assert table.loc[("iris", "lda"), "bound"] == ""
+    page = (board / "LEADERBOARD.md").read_text()
+    assert "| n/a 0.0 GB |" in page

@@ -60,6 +60,9 @@ CASES = {  # every learner with span_complement set
     # 12 steps: LSML's descent amplifies rounding (after 30 steps the full solve on rotated
     # coordinates, the same problem, differs from itself by 2e-8 in the objective)
     "lsml": {"max_iter": 12, "tol": 0.0},
+    "nca": {"max_iter": 15, "tol": 0.0},
+    "mlkr": {"max_iter": 15, "tol": 0.0},
+    "mlkr-identity": {"max_iter": 15, "tol": 0.0, "init": "identity"},
 }
 
 
@@ -175,7 +178,8 @@ def test_mdml_counts_the_eigenvalues_off_the_span(name):
 
 
 @pytest.mark.parametrize("name, params", [("itml", {"max_iter": 5}), ("ldml", {"max_iter": 5}),
-                                          ("dml_eig", {"max_iter": 5})])
+                                          ("dml_eig", {"max_iter": 5}),
+                                          ("nca", {"max_iter": 5}), ("mlkr", {"max_iter": 5})])
 def test_a_fit_in_the_span_forms_no_d_by_d_array(name, params):
     # d = 3000: one d×d array is 72 MB; the fit, transform, pair distances and spectrum keep to
     # the points and the span (peak measured by tracemalloc, which numpy reports to), after a

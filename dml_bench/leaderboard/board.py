@@ -20,6 +20,7 @@ import csv
 import datetime as dt
 import io
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +39,8 @@ _SECTION = {"fit_budget_seconds": (int, float), "memory_gb": (int, float), "foot
 #: a cell's status (other than complete) and its mark in the board's tables
 STATUS_TEXT = {"over_budget": "–", "cannot_run": "n/a", "failed": "failed", "pending": "…",
                "no_data": "no data"}
+_SECONDS = re.compile(r"(?:budget \(|no fit ended in )([0-9.]+) s")
+_GB = re.compile(r"an estimated ([0-9.]+) GB")
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,24 @@ def _check_note_keys(exp: Experiment, source: str) -> None:
         if d not in datasets or m not in methods:
             raise ConfigError(source, f"notes.{key}", "a note's key is <data set label>/<method "
                               "label> of this board, either part may be *")
+
+
+def cell_bound(status: str, reason: str, budget: float) -> str:
+    """The bound that decided a cell that did not run to its end, from its ``cells.csv`` reason:
+    for an over-budget cell the longest wall time a fit was seen to run (``> 1002 s``; the
+    budget itself when the record holds no time, and marked ``est.`` when the size rule only
+    extrapolated from a smaller data set), for a cell that cannot run the footprint's memory estimate of one fit
+    (``23.8 GB``); empty otherwise."""
+    reason = str(reason)
+    if status == "over_budget":
+        seconds = _SECONDS.search(reason)
+        if seconds:
+            return f"> {float(seconds.group(1)):.0f} s"
+        return f"{'est. ' * reason.startswith('estimated')}> {budget:g} s"
+    if status == "cannot_run":
+        gb = _GB.search(reason)
+        return f"{gb.group(1)} GB" if gb else ""
+    return ""
 
 
 def read_cells(board_dir: Path) -> pd.DataFrame:

@@ -47,8 +47,8 @@ def write_board_report(board: Board, board_dir: Path, data: DataPlace = DEFAULT_
         paths[name] = write_text(output_path(board_dir, name), text)
 
     put("board.csv", st.table.to_csv(index=False, float_format="%.6g"))
-    rank_table = _rank_table(st)
-    put("ranks.csv", rank_table.to_csv(index=False, float_format="%.6g"))
+    put("ranks.csv", _rank_table(st).to_csv(index=False, float_format="%.6g"))
+    rank_table = _rank_table(st, bounds=True)
     put("ranks.tex", latex_table(tabular("l" + "r" * (rank_table.shape[1] - 1),
                                          [tex(c) for c in rank_table.columns],
                                          [[tex(c) for c in row]
@@ -94,8 +94,9 @@ def _ranks_caption(board: Board, st: Statistics) -> str:
     k = (config.get("evaluation") or {}).get("knn_k", 3)
     return (f"Methods by mean rank over the {len(st.errors)} ranked data sets (1 = lowest "
             f"{k}-NN test error, ties averaged), then each data set's mean test error (\\%) "
-            f"over {splits_phrase(st.table['n_splits'], config)}; -- over budget, n/a cannot "
-            "run (memory rule), failed: the fit raised, \\dots{} still to run.")
+            f"over {splits_phrase(st.table['n_splits'], config)}; -- over budget (with the "
+            "longest wall time a fit was seen to run), n/a cannot run (memory rule; with the "
+            "estimated memory of one fit), failed: the fit raised, \\dots{} still to run.")
 
 
 def _under_the_ranks(table: pd.DataFrame, notes: dict, names: dict[str, str] | None) -> list:
@@ -132,15 +133,20 @@ def _hosts_sentence(table: pd.DataFrame, note: str = "") -> str:
     return f"The final fits ran on: {listed}" + (f"; {note}" if note else ".")
 
 
-def _rank_table(st: Statistics) -> pd.DataFrame:
-    """Methods by mean rank, with their error on every data set (ranked ones first)."""
+def _rank_table(st: Statistics, bounds: bool = False) -> pd.DataFrame:
+    """Methods by mean rank, with their error on every data set (ranked ones first); a cell
+    without a result shows its mark (:data:`STATUS_TEXT`), followed with ``bounds`` by the bound
+    that decided it (``– > 1200 s``, ``n/a 23.8 GB``)."""
     status = st.table.pivot(index="dataset", columns="method", values="status")
     err = st.table.pivot(index="dataset", columns="method", values="error")
+    bound = st.table.pivot(index="dataset", columns="method", values="bound").fillna("")
     out = pd.DataFrame({"method": st.mean_ranks.index, "mean_rank": st.mean_ranks.to_numpy(),
                         "n_ranked": len(st.errors)})
     datasets = list(dict.fromkeys(st.table["dataset"]))
     for d in datasets:
-        out[d] = [err.loc[d, m] if status.loc[d, m] == "complete" else STATUS_TEXT[status.loc[d, m]]
+        out[d] = [err.loc[d, m] if status.loc[d, m] == "complete"
+                  else " ".join([STATUS_TEXT[status.loc[d, m]]]
+                                + [bound.loc[d, m]] * bool(bounds and bound.loc[d, m]))
                   for m in out["method"]]
     return out
 
@@ -247,8 +253,10 @@ def _markdown(board: Board, st: Statistics, board_dir: Path, alpha: float,
              f"{dt.date.today().isoformat()}. Do not edit: rerun the command.", "",
              "## Protocol", "", " ".join(exp.description.split()), "",
              f"Budget: {board.budget:g} s of wall-clock time per fit (one BLAS thread per worker); "
-             f"memory rule: {board.memory_gb:g} GB per fit. – over budget, n/a cannot run "
-             f"(memory rule), failed: the fit raised{errors}, … still to run.", "",
+             f"memory rule: {board.memory_gb:g} GB per fit. – over budget, with the longest wall "
+             "time a fit was seen to run (the budget when none was recorded; est.: extrapolated "
+             "by the size rule from a smaller data set on which the method ran over); n/a cannot "
+             "run (memory rule), with the footprint's memory estimate of one fit; failed: the fit raised{errors}, … still to run.", "",
              _compute_sentence(st.table), "",
              "## Ranks", ""]
     if st.pending:

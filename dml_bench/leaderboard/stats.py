@@ -17,7 +17,7 @@ from ..errors import DMLBenchError
 from ..experiment.knn import all_tasks, plan
 from ..report import ranking
 from ..report.knn import read_runs
-from .board import Board, read_cells
+from .board import Board, cell_bound, read_cells
 
 
 def _seconds(by_id: pd.DataFrame, have: list) -> dict:
@@ -50,7 +50,8 @@ def board_table(board: Board, board_dir: Path, data: DataPlace = DEFAULT_PLACE) 
 
     ``solved_in_span``: the cell's fits solved in the span of the training points
     (:func:`solved_in_span`); ``final_seconds`` and ``tuning_seconds``: the wall seconds of its
-    finished tasks' final and tuning fits. Status: ``complete`` (every split has a row), ``over_budget`` (from ``cells.csv``, at this
+    finished tasks' final and tuning fits; ``bound``: what decided a cell that did not run to its
+    end (:func:`~dml_bench.leaderboard.board.cell_bound`). Status: ``complete`` (every split has a row), ``over_budget`` (from ``cells.csv``, at this
     budget or a larger one: before completeness, since a fit over the budget can land last),
     ``cannot_run``, ``failed`` (from ``cells.csv``), ``no_data`` (the data set is not available
     here) or ``pending`` (still to run).
@@ -72,7 +73,7 @@ def board_table(board: Board, board_dir: Path, data: DataPlace = DEFAULT_PLACE) 
         have = [i for i in ids if i in by_id.index]
         row = {"dataset": d, "method": s, "n_splits": len(ids), "n_done": len(have),
                "error": np.nan, "error_std": np.nan, "fit_time": np.nan, "hosts": "",
-               "reason": "", "solved_in_span": bool(have) and solved_in_span(by_id.loc[have[0]]),
+               "reason": "", "bound": "", "solved_in_span": bool(have) and solved_in_span(by_id.loc[have[0]]),
                **_seconds(by_id, have)}
         over = (d, s) in marks.index and marks.loc[(d, s), "status"] == "over_budget" \
             and float(marks.loc[(d, s), "budget_seconds"]) >= board.budget
@@ -93,6 +94,7 @@ def board_table(board: Board, board_dir: Path, data: DataPlace = DEFAULT_PLACE) 
             row.update(status=marks.loc[(d, s), "status"], reason=marks.loc[(d, s), "reason"])
         else:
             row.update(status="pending")
+        row["bound"] = cell_bound(row["status"], row["reason"], board.budget)
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -63,6 +63,19 @@ class NCA(MetricLearner):
     probabilities and their weighted copies): ``fit`` refuses with ``MemoryError`` before starting
     when they do not fit (Shen et al. 2014's NCA gave no result on their larger sets for this).
 
+    With more features than training points, ``n_components=None`` and ``init`` ``"auto"`` or
+    ``"identity"`` (``"auto"`` is the identity when d ≥ n), NCA solves in the span of the points
+    (:mod:`.span`). The loss sees L only through ``L(x_i − x_j)``, and its gradient is
+    ``2 L Σ_ij w_ij x_ij x_ijᵀ = 2 L V S Vᵀ`` with V an orthonormal basis of the span of the
+    differences, so from L = I every gradient, and every L-BFGS-B direction (a combination of
+    gradients and steps), is ``(L V) Cᵀ Vᵀ``: each iterate is ``I + V (L_V − I) Vᵀ``, the inner
+    products L-BFGS-B takes equal those of the q×q blocks, and the fit on ``Z = X V`` from
+    ``L_V = I`` makes the same iterates in q ≤ n − 1 coordinates (the identity off the span,
+    no d×d array). The one difference is the stopping test: L-BFGS-B's ``pgtol`` takes the
+    largest entry of the q×q gradient, not of the d×d one (the iterations are the same up to
+    the stop; ``optimality_`` is the q×q one there). ``estimator_`` is then scikit-learn's NCA
+    fitted on the span coordinates.
+
     Parameters
     ----------
     n_components : int, optional
@@ -95,6 +108,11 @@ class NCA(MetricLearner):
         (``tol``) tests (``optimality_measure`` ``"projected_gradient_norm"``).
     trace_ : dict
         ``time`` per L-BFGS iteration (from scikit-learn's callback).
+    span_dim_ : int or None
+        The dimension q of the span of the training points it solved in (above), None when it
+        solved in all d coordinates.
+    span_basis_ : ndarray of shape (d, ``span_dim_``) or None
+        The orthonormal basis V of that span (``components_ = I + V (L_V − I) Vᵀ``).
 
     References
     ----------
@@ -104,6 +122,7 @@ class NCA(MetricLearner):
 
     constraint_kind = "labels"
     optimality_measure = "projected_gradient_norm"
+    span_complement = "identity"
     #: n×n float64 arrays counted for scikit-learn's loss and gradient: the about four alive at
     #: once at its peak, rounded up
     _n_pairwise = 5
@@ -118,14 +137,22 @@ class NCA(MetricLearner):
                  memory_limit_gb=None, verbose=0):
         store_params(self, locals())
 
+    def _solves_in_span(self) -> bool:
+        """A square map started at the identity (class docstring)."""
+        return (super()._solves_in_span() and self.n_components is None
+                and isinstance(self.init, str) and self.init in ("auto", "identity"))
+
     def _fit(self, X, y, constraints):
         if y is None:
             raise ValueError("NCA needs labels y")
         check_square_memory("NCA", X.shape[0], self._n_pairwise, "n", self.memory_limit_gb)
         start = time.perf_counter()
         times = []
+        # in the span, "auto" is what it is in all d ≥ n coordinates: the identity (on q < n
+        # coordinates scikit-learn's rule could pick "pca" or "lda")
+        init = "identity" if getattr(self, "_off_span_dim", 0) else self.init
         nca = NeighborhoodComponentsAnalysis(
-            n_components=self.n_components, init=self.init, max_iter=self.max_iter, tol=self.tol,
+            n_components=self.n_components, init=init, max_iter=self.max_iter, tol=self.tol,
             random_state=self.random_state, verbose=int(self.verbose >= 2),
             callback=lambda L, it: times.append(time.perf_counter() - start))
         # scikit-learn's loss and gradient at the last point L-BFGS-B evaluated (the result, the

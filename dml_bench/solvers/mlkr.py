@@ -23,6 +23,17 @@ P and of Pᵀ with thin n×(2r+1) and n×(2r+2) blocks (:func:`mlkr_loss_grad`),
 is three GEMMs of O(n²r) flops (with ``Z Zᵀ``, the distances) and holds one n×n array. The p_ij
 are a softmax over j of ``−‖A x_ij‖²`` computed after subtracting each row's smallest distance,
 so no row underflows to 0/0 when the points are far apart in the kernel's units.
+
+With more features than training points, ``n_components=None`` and ``init`` ``"pca"`` or
+``"identity"``, MLKR solves in the span of the points (:mod:`.span`). The gradient above is
+``4A V S Vᵀ`` with V an orthonormal basis of the span of the differences x_ij. From an
+orthogonal ``A_0`` (the identity, or the d principal axes: the same distances) every iterate is
+``A_0 (I + V C Vᵀ)``: each gradient, and each L-BFGS-B direction (a combination of gradients
+and steps), is of that form, and L-BFGS-B's inner products are those of the q×q blocks. So
+``M = AᵀA`` is the identity off the span, and the fit on ``Z = X V`` from ``A_Z = I`` makes the
+same metrics in q ≤ n − 1 coordinates, with no d×d array. The one difference is the stopping
+test: ``gtol`` bounds the largest entry of the q×q gradient instead of the d×d one (the same
+iterations up to the stop; ``optimality_`` is the q×q one there).
 """
 
 from __future__ import annotations
@@ -97,6 +108,11 @@ class MLKR(MetricLearner):
     trace_ : dict
         Per iteration ``objective`` (ℒ), ``gradient_norm`` (the largest absolute entry of
         ∂ℒ/∂A) and ``time`` (seconds since the start of ``fit``).
+    span_dim_ : int or None
+        The dimension q of the span of the training points it solved in (module docstring),
+        None when it solved in all d coordinates.
+    span_basis_ : ndarray of shape (d, ``span_dim_``) or None
+        The orthonormal basis V of that span (``components_ = I + V (A_Z − I) Vᵀ``).
 
     References
     ----------
@@ -106,6 +122,7 @@ class MLKR(MetricLearner):
 
     constraint_kind = "labels"
     optimality_measure = "projected_gradient_norm"
+    span_complement = "identity"
 
     _parameter_constraints: dict = {
         "n_components": [Interval(Integral, 1, None, closed="left"), None],
@@ -120,6 +137,11 @@ class MLKR(MetricLearner):
     def __init__(self, n_components=None, init="pca", max_iter=200, tol=1e-5,
                  random_state=None, memory_limit_gb=None, verbose=0):
         store_params(self, locals())
+
+    def _solves_in_span(self) -> bool:
+        """A square map started orthogonal (module docstring)."""
+        return (super()._solves_in_span() and self.n_components is None
+                and self.init in ("pca", "identity"))
 
     def _fit(self, X, y, constraints):
         if y is None:
