@@ -999,3 +999,4 @@ def test_the_board_page_shows_the_memory_estimate_beside_n_a(small_board, tmp_pa
     assert table.loc[("iris", "lda"), "bound"] == ""
     page = (board / "LEADERBOARD.md").read_text()
     assert "| n/a 0.0 GB |" in page
+    assert "failed: the fit raised, … still to run." in page  # the legend, filled in

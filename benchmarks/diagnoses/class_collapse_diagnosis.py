@@ -32,9 +32,9 @@ import scipy.linalg
 import scipy.sparse
 
 from dml_bench.evaluate import knn_error
-from dml_bench.experiment.knn import all_tasks, prepare_split
-from dml_bench.leaderboard.board import load_board
+from dml_bench.experiment.knn import prepare_split
 from dml_bench.run.results import RunStore
+from leaderboard_scaling_diagnosis import euclidean_tasks  # beside this script
 
 OUT = Path("results/leaderboard_diagnosis")
 
@@ -60,11 +60,7 @@ def collapse_basis(X, y) -> tuple[np.ndarray, float]:
 def diagnose(dataset: str, config: str) -> pd.DataFrame:
     """One row per split: the collapse classifier's error, its within-class spread, and per
     method the committed error of the split."""
-    exp = load_board(config).experiment
-    tasks = [t for t in all_tasks(exp)
-             if t.dataset.label == dataset and t.solver.label == "euclidean"]
-    if not tasks:
-        raise SystemExit(f"{config}: no euclidean task on data set {dataset!r}")
+    exp, tasks = euclidean_tasks(dataset, config)
     runs = RunStore(Path("results") / exp.name).read()
     runs = runs[runs.dataset == dataset]
     rows = []

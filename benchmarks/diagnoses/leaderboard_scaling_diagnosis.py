@@ -51,13 +51,20 @@ def rare_feature_share(X_fit, max_count: int = 2) -> tuple[int, float]:
     return int(rare.sum()), float(share.mean())
 
 
-def diagnose(dataset: str, normalizations: list[str], config: str) -> pd.DataFrame:
-    """One row per (split, normalisation): the Euclidean 3-NN error and the rare-feature share."""
+def euclidean_tasks(dataset: str, config: str):
+    """The board's experiment and its ``euclidean`` tasks on ``dataset`` (one per split): the
+    board's own splits and preprocessing, for a diagnosis to recompute."""
     exp = load_board(config).experiment
     tasks = [t for t in all_tasks(exp)
              if t.dataset.label == dataset and t.solver.label == "euclidean"]
     if not tasks:
         raise SystemExit(f"{config}: no euclidean task on data set {dataset!r}")
+    return exp, tasks
+
+
+def diagnose(dataset: str, normalizations: list[str], config: str) -> pd.DataFrame:
+    """One row per (split, normalisation): the Euclidean 3-NN error and the rare-feature share."""
+    exp, tasks = euclidean_tasks(dataset, config)
     committed = RunStore(Path("results") / exp.name).read()
     if not len(committed):
         raise SystemExit(f"results/{exp.name}: no runs; run the board's euclidean cell on "

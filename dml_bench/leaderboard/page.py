@@ -256,7 +256,8 @@ def _markdown(board: Board, st: Statistics, board_dir: Path, alpha: float,
              f"memory rule: {board.memory_gb:g} GB per fit. – over budget, with the longest wall "
              "time a fit was seen to run (the budget when none was recorded; est.: extrapolated "
              "by the size rule from a smaller data set on which the method ran over); n/a cannot "
-             "run (memory rule), with the footprint's memory estimate of one fit; failed: the fit raised{errors}, … still to run.", "",
+             "run (memory rule), with the footprint's memory estimate of one fit; failed: the "
+             f"fit raised{errors}, … still to run.", "",
              _compute_sentence(st.table), "",
              "## Ranks", ""]
     if st.pending:
