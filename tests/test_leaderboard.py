@@ -287,6 +287,31 @@ def test_a_span_footprint_applies_only_with_more_features_than_points(tmp_path):
         load_board(path)
 
 
+def test_a_blocked_footprint_applies_from_its_number_of_points(tmp_path):
+    from dml_bench.experiment.schema import ConfigError
+    from dml_bench.leaderboard.board import load_board
+
+    data = yaml.safe_load((REPO / "configs" / "leaderboard_quick.yaml").read_text())
+    data["leaderboard"] = {"footprint": {"nca": {"dd": 27, "nn": 4, "span": {"nn": 4, "nd": 6},
+                                                 "blocked": {"from_n": 4096, "dd": 27, "nd": 4}}}}
+    path = tmp_path / "board.yaml"
+    path.write_text(yaml.safe_dump(data))
+    board = load_board(path)
+    assert board.memory_bytes("nca", 4095, 16) == 8 * (27 * 16 ** 2 + 4 * 4095 ** 2)
+    assert board.memory_bytes("nca", 49_000, 784) == 8 * (27 * 784 ** 2 + 4 * 49_000 * 784)
+    assert board.memory_bytes("nca", 210, 20_000) == 8 * (4 * 210 ** 2 + 6 * 210 * 20_000)
+    for bad, message in [({"from_n": 10, "span": {}}, r"nca\.blocked: must be"),
+                         ({"from_n": -1}, r"nca\.blocked\.from_n: must be a number")]:
+        data["leaderboard"]["footprint"]["nca"]["blocked"] = bad
+        path.write_text(yaml.safe_dump(data))
+        with pytest.raises(ConfigError, match=message):
+            load_board(path)
+    data["leaderboard"]["footprint"]["nca"] = {"span": {"from_n": 10}}
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=r"nca\.span: must be"):
+        load_board(path)
+
+
 def test_fit_over_budget_is_marked_and_propagates_to_larger_sets(small_board, tmp_path):
     out = _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
                   "--budget", "0.05", "--solver", "euclidean")

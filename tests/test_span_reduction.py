@@ -44,6 +44,7 @@ CASES = {  # every learner with span_complement set
     "boostmetric": {"max_iter": 30},
     "gd": {"max_iter": 20},
     "sgd": {"max_iter": 60, "log_every": 20},
+    "sgd_incsvd": {"max_iter": 60, "log_every": 20},
     "sgd_batch": {"max_iter": 60, "log_every": 20},
     "fw": {"max_iter": 30},
     "dml_eig": {"max_iter": 40, "tol": 0.0},
@@ -179,7 +180,8 @@ def test_mdml_counts_the_eigenvalues_off_the_span(name):
 
 @pytest.mark.parametrize("name, params", [("itml", {"max_iter": 5}), ("ldml", {"max_iter": 5}),
                                           ("dml_eig", {"max_iter": 5}),
-                                          ("nca", {"max_iter": 5}), ("mlkr", {"max_iter": 5})])
+                                          ("nca", {"max_iter": 5}), ("mlkr", {"max_iter": 5}),
+                                          ("sgd_incsvd", {"max_iter": 5})])
 def test_a_fit_in_the_span_forms_no_d_by_d_array(name, params):
     # d = 3000: one d×d array is 72 MB; the fit, transform, pair distances and spectrum keep to
     # the points and the span (peak measured by tracemalloc, which numpy reports to), after a
@@ -208,6 +210,30 @@ def test_a_fit_in_the_span_forms_no_d_by_d_array(name, params):
     assert counts == spectrum_counts(L)
     np.testing.assert_allclose(learner.get_mahalanobis_matrix(), L.T @ L,
                                atol=1e-10 * np.abs(L.T @ L).max())
+
+
+def test_sparse_points_solve_in_the_span_as_the_dense_ones_in_all_coordinates():
+    import scipy.sparse
+    X, y, X_test, _ = problem()
+    X[np.abs(X) < 1.0] = 0.0  # about two thirds zeros
+    c = knn_triplets(X, y, k=3)
+    cls = SOLVERS["sgd_incsvd"]
+    full_cls = type("FullSGDIncSVD", (cls,), {"span_complement": None})
+    reduced = cls(max_iter=60).fit(scipy.sparse.csr_matrix(X), y, constraints=c)
+    full = full_cls(max_iter=60).fit(X, y, constraints=c)
+    assert reduced.span_dim_ == np.linalg.matrix_rank(X - X.mean(axis=0))
+    np.testing.assert_allclose(reduced.metric_, full.metric_,
+                               atol=1e-9 * np.abs(full.metric_).max())
+    assert reduced.eigenvectors_.shape == (X.shape[1], len(reduced.eigenvalues_))
+    np.testing.assert_allclose(reduced.eigenvalues_, full.eigenvalues_,
+                               rtol=1e-9, atol=1e-12 * full.eigenvalues_.max())
+
+
+def test_sgd_incsvd_keeps_all_coordinates_when_the_basis_costs_more_than_it_saves():
+    # n = 40 points, 5 iterations of 2 triplets: n² = 1600 > T b² (1 − n/d) = 20 · 2/3
+    X, y, _, _ = problem()
+    learner = SOLVERS["sgd_incsvd"](max_iter=5, batch_size=2).fit(X, y)
+    assert learner.span_dim_ is None and learner.eigenvectors_.shape[0] == X.shape[1]
 
 
 def test_a_refit_in_all_coordinates_drops_the_factored_results():

@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -57,10 +58,13 @@ class Board:
     def memory_bytes(self, solver: str, n_train: int, d: int) -> float:
         """Estimated peak memory of one fit: 8 B × (dd·d² + nn·n_train² + nd·n_train·d),
         from the solver's ``span`` entry instead when d > n_train and it has one (a solver that
-        then fits in the span of the training points)."""
+        then fits in the span of the training points), or from its ``blocked`` entry when
+        n_train reaches that entry's ``from_n`` (a solver that then works by blocks of rows)."""
         f = self.footprint.get(solver, self.footprint.get("default", {}))
         if d > n_train and "span" in f:
             f = f["span"]
+        elif "blocked" in f and n_train >= f["blocked"].get("from_n", math.inf):
+            f = f["blocked"]
         return 8.0 * (f.get("dd", 0) * d ** 2 + f.get("nn", 0) * n_train ** 2
                       + f.get("nd", 0) * n_train * d)
 
@@ -101,16 +105,18 @@ def load_board(path: str | Path) -> Board:
 def _check_footprint(source: str, key: str, f, nested: bool) -> None:
     """A footprint entry: numbers of d×d, n_train×n_train and n_train×d float64 matrices
     (``dd``, ``nn``, ``nd``) and, at the top level, a ``span`` entry of the same kind for
-    d > n_train."""
-    allowed = {"dd", "nn", "nd"} | ({"span"} if nested else set())
+    d > n_train and a ``blocked`` entry for n_train ≥ its ``from_n``."""
+    allowed = ({"dd", "nn", "nd"} | ({"span", "blocked"} if nested else set())
+               | ({"from_n"} if key.endswith(".blocked") else set()))
     if not isinstance(f, dict) or set(f) - allowed:
         raise ConfigError(source, key, "must be a mapping with keys among "
                           f"{', '.join(sorted(allowed))} (numbers of d×d, n_train×n_train "
                           "and n_train×d float64 matrices"
-                          + ("; span: the same for d > n_train" if nested else "") + ")")
+                          + ("; span: the same for d > n_train; blocked: the same with "
+                             "from_n, for n_train ≥ from_n" if nested else "") + ")")
     for term, value in f.items():
-        if term == "span":
-            _check_footprint(source, f"{key}.span", value, nested=False)
+        if term in ("span", "blocked"):
+            _check_footprint(source, f"{key}.{term}", value, nested=False)
         elif isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ConfigError(source, f"{key}.{term}", f"must be a number ≥ 0, not {value!r}")
 

@@ -278,12 +278,21 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
         (:mod:`.span`); a learner whose options can break it narrows this."""
         return self.span_complement in ("identity", "zero")
 
+    def _span_pays(self, n: int, d: int) -> bool:
+        """Whether the span's basis (an SVD of the n×d points, about 4n²d flops, and its d×q
+        array) costs less than the fit in d coordinates saves: always, for a learner whose
+        iterate is d×d; a learner that keeps a factor of rank r ≪ d narrows this."""
+        return True
+
     def _fit_in_span_or_full(self, X, y, constraints) -> None:
         """``_fit`` on the span coordinates ``X V`` and the metric lifted (:mod:`.span`) when
-        the learner allows it and the points span fewer dimensions than X has; else on X."""
+        the learner allows it, the points span fewer dimensions than X has, and the basis pays
+        for itself (:meth:`_span_pays`); else on X. Sparse points are made dense for the basis
+        only, an n×d array no larger than the basis itself; ``X V`` is dense."""
         vars(self).pop("_span_lifts", None)  # a previous fit's factored results
-        V = (span_basis(X) if self._solves_in_span() and not sp.issparse(X)
-             and X.shape[1] > X.shape[0] else None)
+        V = (span_basis(X.toarray() if sp.issparse(X) else X)
+             if self._solves_in_span() and X.shape[1] > X.shape[0]
+             and self._span_pays(*X.shape) else None)
         if V is None or V.shape[1] >= X.shape[1]:
             self._off_span_dim = 0
             self._fit(X, y, constraints)

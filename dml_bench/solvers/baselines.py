@@ -12,12 +12,14 @@ chunklet-centred points.
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.linalg
+import scipy.optimize
 from sklearn.decomposition import PCA
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.exceptions import ConvergenceWarning
@@ -27,6 +29,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .base import MEMORY_LIMIT, VERBOSE, MetricLearner, store_params, warn_not_converged
 from .linalg import check_square_memory, eigh_all
+from .nca_blocked import nca_loss_grad
+
+#: from this many training points on, NCA's loss and gradient run by blocks of rows
+#: (:mod:`.nca_blocked`): five n×n arrays would be 0.67 GB
+BLOCKED_FROM_N = 4096
 
 
 def _wrapped_constraints(estimator_class, *names) -> dict:
@@ -76,6 +83,11 @@ class NCA(MetricLearner):
     the stop; ``optimality_`` is the q×q one there). ``estimator_`` is then scikit-learn's NCA
     fitted on the span coordinates.
 
+    From ``BLOCKED_FROM_N`` (4,096) training points on, and with a named ``init``, the loss
+    and gradient run by blocks of rows (:mod:`.nca_blocked`): the same sums in another order,
+    in memory linear in n, under scikit-learn's initial map and its L-BFGS-B call (``tol``,
+    ``max_iter``); scikit-learn's per-iteration table (``verbose`` ≥ 2) is then not printed.
+
     Parameters
     ----------
     n_components : int, optional
@@ -86,7 +98,8 @@ class NCA(MetricLearner):
     tol : float, default=1e-5
     random_state : int or None, default=None
     memory_limit_gb : float or None, default=None
-        Memory the n×n arrays may use; None: the memory available when ``fit`` starts.
+        Memory the n×n arrays may use (below ``BLOCKED_FROM_N`` points); None: the memory
+        available when ``fit`` starts.
     verbose : int, default=0
         0: silent; 1: one line at the end of the fit (iterations, objective, gradient norm,
         converged, seconds); 2 and more: also scikit-learn's table of the loss per L-BFGS-B
@@ -145,7 +158,6 @@ class NCA(MetricLearner):
     def _fit(self, X, y, constraints):
         if y is None:
             raise ValueError("NCA needs labels y")
-        check_square_memory("NCA", X.shape[0], self._n_pairwise, "n", self.memory_limit_gb)
         start = time.perf_counter()
         times = []
         # in the span, "auto" is what it is in all d ≥ n coordinates: the identity (on q < n
@@ -155,28 +167,35 @@ class NCA(MetricLearner):
             n_components=self.n_components, init=init, max_iter=self.max_iter, tol=self.tol,
             random_state=self.random_state, verbose=int(self.verbose >= 2),
             callback=lambda L, it: times.append(time.perf_counter() - start))
-        # scikit-learn's loss and gradient at the last point L-BFGS-B evaluated (the result, the
-        # end of its line search): the objective and pgtol test without another n×n evaluation
+        # the loss and gradient at the last point L-BFGS-B evaluated (the result, the end of its
+        # line search): the objective and pgtol test without another evaluation
         last = {}
-        loss_grad = nca._loss_grad_lbfgs
+        blocked = X.shape[0] >= BLOCKED_FROM_N and isinstance(init, str)
+        loss_grad = (functools.partial(_blocked_loss_grad, y=y) if blocked
+                     else nca._loss_grad_lbfgs)
 
         def remembered(transformation, *args, **kwargs):
             loss, grad = loss_grad(transformation, *args, **kwargs)
             last.update(at=transformation.copy(), loss=loss, grad=grad)
             return loss, grad
 
-        nca._loss_grad_lbfgs = remembered  # the instance's, for its fit only
-        try:
-            with warnings.catch_warnings():  # its own, with verbose: this fit says it once below
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                nca.fit(X, y)
-        finally:
-            del nca._loss_grad_lbfgs
+        if blocked:
+            self._minimize_blocked(nca, X, y, init, remembered, times, start)
+        else:
+            check_square_memory("NCA", X.shape[0], self._n_pairwise, "n", self.memory_limit_gb)
+            nca._loss_grad_lbfgs = remembered  # the instance's, for its fit only
+            try:
+                with warnings.catch_warnings():  # its own, with verbose: said once below
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    nca.fit(X, y)
+            finally:
+                del nca._loss_grad_lbfgs
         converged = len(times) < self.max_iter  # L-BFGS stopped before its iteration cap
         # the timing closure does not pickle; with verbose, an evaluation below would print
         self.estimator_ = nca.set_params(callback=None, verbose=0)
         if not np.array_equal(last.get("at"), nca.components_.ravel()):
-            remembered(nca.components_.ravel(), X, y[:, None] == y[None, :], -1.0)
+            remembered(nca.components_.ravel(), X,
+                       None if blocked else y[:, None] == y[None, :], -1.0)
         # scikit-learn's loss is −Σ_i Σ_{j: y_j = y_i} p_ij; L-BFGS-B's pgtol test is the
         # ∞-norm of its gradient
         _set_linear_map(self, nca.components_, -float(last["loss"]), len(times), converged,
@@ -194,6 +213,24 @@ class NCA(MetricLearner):
                 "far more than 1 apart (median nearest-neighbour squared distance here "
                 f"{median_nn_sq_distance(Z):.3g}); rescale the features (config `normalize:`) "
                 "for NCA to learn", ConvergenceWarning)
+
+    def _minimize_blocked(self, nca, X, y, init, loss_grad, times, start):
+        """scikit-learn's NCA fit (its initial map, L-BFGS-B with its options) on the blocked
+        loss and gradient: no n×n array, not even scikit-learn's same-class mask."""
+        nca.random_state_ = check_random_state(self.random_state)
+        x0 = np.ravel(nca._initialize(X, y, init))
+        result = scipy.optimize.minimize(
+            loss_grad, x0, args=(X, None, -1.0), method="L-BFGS-B", jac=True, tol=self.tol,
+            options={"maxiter": self.max_iter},
+            callback=lambda xk: times.append(time.perf_counter() - start))
+        nca.components_ = result.x.reshape(-1, X.shape[1])
+        nca.n_features_in_ = X.shape[1]
+        nca.n_iter_ = len(times) + 1  # scikit-learn's count: one more than the iterations
+
+
+def _blocked_loss_grad(transformation, X, _mask, sign, y):
+    """:func:`.nca_blocked.nca_loss_grad` with scikit-learn's argument order (no mask)."""
+    return nca_loss_grad(transformation, X, y, sign)
 
 
 def median_nn_sq_distance(Z: np.ndarray, n_sample: int = 500, seed: int = 0) -> float:
