@@ -244,3 +244,20 @@ def test_a_refit_in_all_coordinates_drops_the_factored_results():
     assert learner.span_dim_ is None
     np.testing.assert_allclose(learner.transform(X_test[:, :20]),
                                X_test[:, :20] @ learner.components_.T)
+
+
+def test_a_trace_in_the_span_counts_the_basis_in_its_times(monkeypatch):
+    import time
+
+    from dml_bench.solvers import base
+
+    def slow_basis(X):
+        time.sleep(0.3)
+        return span_basis(X)
+
+    monkeypatch.setattr(base, "span_basis", slow_basis)
+    X, y, _, _ = problem()
+    learner = SOLVERS["sgd_incsvd"](max_iter=5).fit(X, y)
+    assert learner.span_dim_ is not None
+    assert learner.trace_["time"][0] >= 0.3
+    assert np.all(np.diff(learner.trace_["time"]) >= 0)
