@@ -264,6 +264,21 @@ def test_memory_rule_marks_cells_before_running_and_ranks_them_last(small_board,
     assert ranks.loc["dml_eig", "iris"] == "n/a"
 
 
+def test_a_cannot_run_mark_whose_rule_no_longer_holds_is_pending(small_board, tmp_path):
+    _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r")
+    data = yaml.safe_load(small_board.read_text())
+    data["leaderboard"]["footprint"]["dml_eig"] = {}  # a corrected footprint: no memory
+    small_board.write_text(yaml.safe_dump(data))
+    _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
+            "--stats-only")
+    board = tmp_path / "r" / "leaderboard_quick"
+    table = pd.read_csv(board / "board.csv").set_index(["dataset", "method"])
+    assert table.loc[("iris", "dml_eig"), "status"] == "pending"
+    assert table.loc[("iris", "dml_eig"), "reason"].startswith(
+        "to run: an estimated 0.0 GB now meets the 1e-07 GB rule (was: memory: ")
+    assert "dml_eig" not in set(pd.read_csv(board / "runs.csv")["label"])
+
+
 def test_a_span_footprint_applies_only_with_more_features_than_points(tmp_path):
     from dml_bench.experiment.schema import ConfigError
     from dml_bench.leaderboard.board import load_board

@@ -51,10 +51,13 @@ def board_table(board: Board, board_dir: Path, data: DataPlace = DEFAULT_PLACE) 
     ``solved_in_span``: the cell's fits solved in the span of the training points
     (:func:`solved_in_span`); ``final_seconds`` and ``tuning_seconds``: the wall seconds of its
     finished tasks' final and tuning fits; ``bound``: what decided a cell that did not run to its
-    end (:func:`~dml_bench.leaderboard.board.cell_bound`). Status: ``complete`` (every split has a row), ``over_budget`` (from ``cells.csv``, at this
-    budget or a larger one: before completeness, since a fit over the budget can land last),
-    ``cannot_run``, ``failed`` (from ``cells.csv``), ``no_data`` (the data set is not available
-    here) or ``pending`` (still to run).
+    end (:func:`~dml_bench.leaderboard.board.cell_bound`). Status: ``complete`` (every split
+    has a row), ``over_budget`` (from ``cells.csv``, at this budget or a larger one: before
+    completeness, since a fit over the budget can land last), ``cannot_run`` (from
+    ``cells.csv``, while the solver's footprint still breaks the memory rule on the data set's
+    size in ``runs``), ``failed`` (from ``cells.csv``), ``no_data`` (the data set is not
+    available here) or ``pending`` (still to run, a cannot-run mark whose rule no longer holds
+    included).
     """
     exp = board.experiment
     try:
@@ -66,8 +69,12 @@ def board_table(board: Board, board_dir: Path, data: DataPlace = DEFAULT_PLACE) 
     no_data = {d: reason for d, _, reason in skipped if reason.startswith("data not available")}
     marks = read_cells(board_dir).set_index(["dataset", "label"])
     cells: dict[tuple[str, str], list[str]] = {}
+    solver_of: dict[str, str] = {}
     for task in all_tasks(exp, data):
         cells.setdefault((task.dataset.label, task.solver.label), []).append(task.task_id)
+        solver_of[task.solver.label] = task.solver.name
+    sizes = (runs.groupby("dataset")[["n_train", "n_features"]].max()
+             if {"dataset", "n_train", "n_features"} <= set(runs.columns) else pd.DataFrame())
     rows = []
     for (d, s), ids in cells.items():
         have = [i for i in ids if i in by_id.index]
@@ -92,6 +99,13 @@ def board_table(board: Board, board_dir: Path, data: DataPlace = DEFAULT_PLACE) 
                        hosts="; ".join(sorted(set(hosts) - {""})))
         elif (d, s) in marks.index:
             row.update(status=marks.loc[(d, s), "status"], reason=marks.loc[(d, s), "reason"])
+            if row["status"] == "cannot_run" and d in sizes.index:
+                need = board.memory_bytes(solver_of[s], int(sizes.loc[d, "n_train"]),
+                                          int(sizes.loc[d, "n_features"]))
+                if need <= board.memory_gb * 2 ** 30:  # the footprint changed since the mark
+                    row.update(status="pending", reason=(
+                        f"to run: an estimated {need / 2 ** 30:.1f} GB now meets the "
+                        f"{board.memory_gb:g} GB rule (was: {row['reason']})"))
         else:
             row.update(status="pending")
         row["bound"] = cell_bound(row["status"], row["reason"], board.budget)
