@@ -63,6 +63,39 @@ def test_minmax_scaling_and_bad_parameters():
             KernelELM(**bad).fit(X, y)
 
 
+def test_nystroem_outputs_are_eq_38_on_the_approximated_kernel():
+    # the kernel ELM's closed form on Ω ≈ Φ Φᵀ, N×N and by hand, against the m×m solve
+    X, y, Z = three_classes(3, n=30)
+    model = KernelELM(C=5.0, gamma=0.4, n_landmarks=25, random_state=1).fit(X, y)
+    assert model.dual_coef_ is None and model.coef_.shape == (25, 3)
+    Phi, Phi_z = model.nystroem_.transform(X), model.nystroem_.transform(Z)
+    T = np.where(y[:, None] == np.unique(y)[None, :], 1.0, -1.0)
+    beta = np.linalg.solve(np.eye(len(X)) / 5.0 + Phi @ Phi.T, T)
+    np.testing.assert_allclose(model.decision_function(Z), Phi_z @ Phi.T @ beta, rtol=1e-8,
+                               atol=1e-10)
+    # the feature map is scikit-learn's Nyström map of the Gaussian kernel on its landmarks
+    L = X[model.nystroem_.component_indices_]
+    kernel = lambda A, B: np.exp(-0.4 * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
+    np.testing.assert_allclose(Phi @ Phi.T, kernel(X, L) @ np.linalg.pinv(kernel(L, L))
+                               @ kernel(L, X), atol=1e-8)
+
+
+def test_as_many_landmarks_as_points_is_the_exact_solve():
+    X, y, Z = three_classes(4)
+    exact = KernelELM(C=3.0, gamma=0.2).fit(X, y)
+    capped = KernelELM(C=3.0, gamma=0.2, n_landmarks=len(X)).fit(X, y)
+    assert capped.nystroem_ is None
+    np.testing.assert_array_equal(capped.decision_function(Z), exact.decision_function(Z))
+    with pytest.raises(ValueError):
+        KernelELM(n_landmarks=0).fit(X, y)
+
+
+def test_the_landmark_options_at_their_defaults_keep_a_result_s_identity():
+    from dml_bench.solvers.base import identifying_params
+    assert set(identifying_params(KernelELM(C=2.0))) == {"C", "gamma", "scale"}
+    assert "n_landmarks" in identifying_params(KernelELM(n_landmarks=100))
+
+
 @pytest.mark.usefixtures("tmp_cache")
 def test_validation_tuned_elm_in_the_runner(tmp_path):
     grid = {"C": [0.25, 64.0], "gamma": [0.01, 1.0]}
