@@ -3,6 +3,7 @@ formulas, brute force, scipy) and ``dmlbench leaderboard`` end to end (resume, b
 
 from __future__ import annotations
 
+import json
 import itertools
 import math
 import os
@@ -1040,3 +1041,14 @@ def test_the_board_page_shows_the_memory_estimate_beside_n_a(small_board, tmp_pa
     page = (board / "LEADERBOARD.md").read_text()
     assert "| n/a 0.0 GB |" in page
     assert "failed: the fit raised, … still to run." in page  # the legend, filled in
+
+
+def test_the_span_record_follows_the_learner_s_cost_rule():
+    from dml_bench.leaderboard.stats import solved_in_span
+
+    row = {"solver": "sgd_incsvd", "solver_params": json.dumps({"max_iter": 500}),
+           "n_train": 210, "n_features": 20_000}
+    assert solved_in_span(row)
+    # 5,000 points: the basis (n² = 2.5e7) costs more than 500 iterations of 100 triplets save
+    assert not solved_in_span({**row, "n_train": 5_000, "n_features": 60_000})
+    assert not solved_in_span({**row, "n_train": 30_000, "n_features": 20_000})

@@ -34,14 +34,16 @@ def _seconds(by_id: pd.DataFrame, have: list) -> dict:
 def solved_in_span(row) -> bool:
     """Whether the fit of a ``runs.csv`` row solved in the span of its training points: more
     features than training points, and the learner's own rule at the row's parameters
-    (``MetricLearner._solves_in_span``, :mod:`dml_bench.solvers.span`)."""
+    (``MetricLearner._solves_in_span``, :mod:`dml_bench.solvers.span`) and its cost rule
+    (``MetricLearner._span_pays``)."""
     from ..solvers import SOLVERS
 
-    if row["solver"] not in set(SOLVERS) or not int(row["n_features"]) > int(row["n_train"]):
+    n, d = int(row["n_train"]), int(row["n_features"])
+    if row["solver"] not in set(SOLVERS) or not d > n:
         return False
-    rule = getattr(SOLVERS[row["solver"]](**json.loads(row["solver_params"])),
-                   "_solves_in_span", None)
-    return bool(rule is not None and rule())
+    learner = SOLVERS[row["solver"]](**json.loads(row["solver_params"]))
+    rule = getattr(learner, "_solves_in_span", None)
+    return bool(rule is not None and rule() and learner._span_pays(n, d))
 
 
 def board_table(board: Board, board_dir: Path, data: DataPlace = DEFAULT_PLACE) -> pd.DataFrame:
