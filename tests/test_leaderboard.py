@@ -3,8 +3,8 @@ formulas, brute force, scipy) and ``dmlbench leaderboard`` end to end (resume, b
 
 from __future__ import annotations
 
-import json
 import itertools
+import json
 import math
 import os
 import re
