@@ -86,6 +86,12 @@ def test_as_many_landmarks_as_points_is_the_exact_solve():
     capped = KernelELM(C=3.0, gamma=0.2, n_landmarks=len(X)).fit(X, y)
     assert capped.nystroem_ is None
     np.testing.assert_array_equal(capped.decision_function(Z), exact.decision_function(Z))
+    # fewer landmarks than points, but no more points than max_exact_n: the exact solve
+    kept = KernelELM(C=3.0, gamma=0.2, n_landmarks=10, max_exact_n=len(X)).fit(X, y)
+    assert kept.nystroem_ is None
+    np.testing.assert_array_equal(kept.decision_function(Z), exact.decision_function(Z))
+    approx = KernelELM(C=3.0, gamma=0.2, n_landmarks=10, max_exact_n=len(X) - 1).fit(X, y)
+    assert approx.coef_.shape == (10, 3)
     with pytest.raises(ValueError):
         KernelELM(n_landmarks=0).fit(X, y)
 

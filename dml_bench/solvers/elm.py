@@ -47,9 +47,12 @@ class KernelELM(ScaledKernelClassifier):
     scale : {None, "minmax"}, default=None
         ``"minmax"``: map each feature affinely onto [-1, 1] over the training points first.
     n_landmarks : int or None, default=None
-        None: the exact N×N solve. An int m: with more than m training points, the Nyström
-        approximation of the kernel on m landmarks (module docstring); with at most m, the
-        exact solve.
+        None: the exact N×N solve. An int m: with more than ``max_exact_n`` training points,
+        the Nyström approximation of the kernel on m landmarks (module docstring); with at
+        most that many, the exact solve.
+    max_exact_n : int or None, default=None
+        The most training points solved exactly when ``n_landmarks`` is set (None: m, so that
+        the approximation is used whenever it has fewer landmarks than points).
     random_state : int or None, default=0
         Seed of the landmarks' draw (``n_landmarks``).
     verbose : int, default=0
@@ -92,13 +95,15 @@ class KernelELM(ScaledKernelClassifier):
         **ScaledKernelClassifier._parameter_constraints,
         "gamma": [Interval(Real, 0, None, closed="neither")],
         "n_landmarks": [Interval(Integral, 1, None, closed="left"), None],
+        "max_exact_n": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
     }
     #: the exact solve (no landmarks) is the fit from before the option
-    neutral_params: ClassVar[dict] = {"n_landmarks": None, "random_state": 0}
+    neutral_params: ClassVar[dict] = {"n_landmarks": None, "max_exact_n": None,
+                                      "random_state": 0}
 
-    def __init__(self, C=1.0, gamma=1.0, scale=None, n_landmarks=None, random_state=0,
-                 verbose=0):
+    def __init__(self, C=1.0, gamma=1.0, scale=None, n_landmarks=None, max_exact_n=None,
+                 random_state=0, verbose=0):
         store_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -110,7 +115,7 @@ class KernelELM(ScaledKernelClassifier):
         T = -np.ones((len(X), len(self.classes_)))
         T[np.arange(len(X)), index] = 1.0
         self.nystroem_ = self.coef_ = self.dual_coef_ = self.X_fit_ = None
-        if self.n_landmarks is not None and len(X) > self.n_landmarks:
+        if self.n_landmarks is not None and len(X) > (self.max_exact_n or self.n_landmarks):
             self.nystroem_ = Nystroem(kernel="rbf", gamma=self.gamma, n_components=self.n_landmarks,
                                       random_state=self.random_state).fit(X)
             Phi = self.nystroem_.transform(X)
