@@ -279,9 +279,8 @@ class MetricLearner(WeaklySupervisedMixin, ParamValidation, ClassNamePrefixFeatu
         return self.span_complement in ("identity", "zero")
 
     def _span_pays(self, n: int, d: int) -> bool:
-        """Whether the span's basis (an SVD of the n×d points, about 4n²d flops, and its d×q
-        array) costs less than the fit in d coordinates saves: always, for a learner whose
-        iterate is d×d; a learner that keeps a factor of rank r ≪ d narrows this."""
+        """Whether the span's basis (an SVD of the n×d points, about 4n²d flops) costs less than
+        it saves: always for a d×d iterate; a learner with a low-rank factor narrows this."""
         return True
 
     def _fit_in_span_or_full(self, X, y, constraints) -> None:
