@@ -69,6 +69,12 @@ class Board:
                       + f.get("nd", 0) * n_train * d)
 
 
+def memory_reason(need: float, n_train: int, d: int, memory_gb: float) -> str:
+    """The reason of a cell the memory rule marks *cannot run*."""
+    return (f"memory: an estimated {need / 2 ** 30:.1f} GB for n_train = {n_train}, d = {d} "
+            f"exceeds the {memory_gb:g} GB rule")
+
+
 def load_board(path: str | Path) -> Board:
     """Read a board config: ``leaderboard:`` plus an experiment config (see the module doc).
 

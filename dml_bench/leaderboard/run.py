@@ -27,7 +27,7 @@ from ..experiment.knn import all_tasks, plan
 from ..run.budget import run_cells
 from ..run.execution import check_labels
 from ..run.results import TUNE_COLUMNS, RunStore
-from .board import Board, read_cells, record_cell
+from .board import Board, memory_reason, read_cells, record_cell
 
 
 @dataclass
@@ -180,8 +180,7 @@ def _verdict(board: Board, state: _BoardState, d: str, s: str) -> tuple[str, str
     n_train, dim = state.sizes[d]
     need = board.memory_bytes(state.cells[d, s][0].solver.name, n_train, dim)
     if need > board.memory_gb * 2 ** 30:
-        return "cannot_run", (f"memory: an estimated {need / 2 ** 30:.1f} GB for n_train = "
-                              f"{n_train}, d = {dim} exceeds the {board.memory_gb:g} GB rule")
+        return "cannot_run", memory_reason(need, n_train, dim, board.memory_gb)
     smaller = [o for o in state.over.get(s, [])
                if o in state.sizes  # (a label the config still has)
                and state.sizes[o][0] <= n_train and state.sizes[o][1] <= dim]

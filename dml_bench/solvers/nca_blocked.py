@@ -8,9 +8,9 @@ so they are accumulated here over blocks of ``b`` rows, each block's arrays b×n
 - the block's squared distances in the embedding ``Z = X Lᵀ`` (the diagonal set to +∞), their
   row softmax ``P_B`` and its same-class part ``P_B ∘ [y_i = y_j]``, whose row sums are ``p_B``;
 - ``W_B = P_B ∘ [y_i = y_j] − p_B P_B`` (rows that sum to zero);
-- the gradient ``2 Zᵀ (W + Wᵀ − diag(colsum W)) X`` (Goldberger et al., Eq. (5), in scikit-learn's
-  arrangement), as ``Σ_B Z_Bᵀ (W_B X) + (W_B Z)ᵀ X_B`` and the column sums of W carried across
-  blocks.
+- the gradient ``2 Zᵀ (W + Wᵀ − diag(colsum W)) X`` (Goldberger et al.'s gradient, as
+  scikit-learn arranges it), as ``Σ_B Z_Bᵀ (W_B X) + (W_B Z)ᵀ X_B`` and the column sums of W
+  carried across blocks.
 
 The same sums as scikit-learn's ``NeighborhoodComponentsAnalysis._loss_grad_lbfgs``, in another
 order (rounding only); ``tests/test_nca_blocked.py`` checks both against each other.
