@@ -17,7 +17,7 @@ from ..errors import DMLBenchError
 from ..experiment.knn import all_tasks, plan
 from ..report import ranking
 from ..report.knn import read_runs
-from .board import Board, cell_bound, memory_reason, read_cells
+from .board import Board, cell_bound, read_cells
 
 
 def _seconds(by_id: pd.DataFrame, have: list) -> dict:
@@ -108,8 +108,6 @@ def board_table(board: Board, board_dir: Path, data: DataPlace = DEFAULT_PLACE) 
                     row.update(status="pending", reason=(
                         f"to run: an estimated {need / 2 ** 30:.1f} GB now meets the "
                         f"{board.memory_gb:g} GB rule (was: {row['reason']})"))
-                else:  # the current footprint's estimate
-                    row.update(reason=memory_reason(need, n, dim, board.memory_gb))
         else:
             row.update(status="pending")
         row["bound"] = cell_bound(row["status"], row["reason"], board.budget)
