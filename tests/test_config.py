@@ -310,6 +310,37 @@ def test_dataset_entries_can_restrict_their_solvers():
         parse_config(bad, source="t")
 
 
+def test_a_dataset_entry_can_set_a_solver_s_parameters_there():
+    from dml_bench.experiment.knn import all_tasks
+
+    solvers = [{"name": "euclidean"}, {"name": "sgd_one", "params": {"step": 0.1}}]
+    plain = parse_config(edited(datasets=[{"name": "wine"}, {"name": "iris"}], solvers=solvers),
+                         source="t")
+    own = parse_config(edited(datasets=[
+        {"name": "wine", "solver_params": {"sgd_one": {"subgradient": "eigenspace"}}},
+        {"name": "iris"}], solvers=solvers), source="t")
+    before = {(t.dataset.label, t.solver.label, t.split): t for t in all_tasks(plain)}
+    after = {(t.dataset.label, t.solver.label, t.split): t for t in all_tasks(own)}
+    assert before.keys() == after.keys()
+    for key, task in after.items():
+        changed = key[:2] == ("wine", "sgd_one")
+        assert task.solver_params() == {**before[key].solver_params(),
+                                        **({"subgradient": "eigenspace"} if changed else {})}
+        # only that solver's tasks on that dataset are new ones
+        assert (task.task_id != before[key].task_id) == changed
+    assert after["wine", "sgd_one", 0].solver.params == {"step": 0.1, "subgradient": "eigenspace"}
+    assert own.to_dict()["datasets"][0]["solver_params"] == {
+        "sgd_one": {"subgradient": "eigenspace"}}
+    for entry, match in [({"sgd_1": {"step": 1.0}}, r"solver_params.sgd_1: unknown solver label"),
+                         ({"sgd_one": {"stepp": 1.0}}, r"solver_params.sgd_one.stepp: unknown "
+                                                       r"parameter \(did you mean 'step'\?\)"),
+                         ({"sgd_one": {"subgradient": "all"}}, r"sgd_one.subgradient: "),
+                         ({"sgd_one": 3}, r"solver_params.sgd_one: expected a mapping")]:
+        with pytest.raises(ConfigError, match=match):
+            parse_config(edited(datasets=[{"name": "wine", "solver_params": entry}],
+                                solvers=solvers), source="t")
+
+
 def test_random_generators_skip_the_k_class_size_check():
     # k = 3 targets would need 4 training points per class; random triplets need labels only
     cfg = edited(datasets=[{"name": "iris", "n_samples": 9}],

@@ -16,8 +16,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from dml_bench.constraints import Constraints, random_triplets
 from dml_bench.solvers.incremental_eigen import eigen_update
-from dml_bench.solvers.lowrank_dense import (LowRankFW, LowRankGD, LowRankSGD, LowRankSGDBatch,
-                                             LowRankSGDOne)
+from dml_bench.solvers.lowrank_dense import LowRankFW, LowRankGD, LowRankSGD, LowRankSGDBatch
+from dml_bench.solvers.lowrank_sgd_one import LowRankSGDOne
 from dml_bench.solvers.lowrank_sgd import SGDIncSVD, TripletEvaluator, incsvd_step
 
 cp = pytest.importorskip("cvxpy")
@@ -330,11 +330,14 @@ def test_memory_guard_raises_before_allocating(cls):
         full(max_iter=1).fit(X, constraints=c)
     with pytest.raises(MemoryError, match="available 0.0 GiB"):
         full(max_iter=1, memory_limit_gb=1e-6).fit(X[:, :300], constraints=c)
-    if cls.span_complement is not None:
+    if cls(max_iter=1)._solves_in_span():
         # four points span three dimensions: the fit there forms no d×d matrix and runs
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             assert cls(max_iter=1).fit(X, constraints=c).span_dim_ == 3
+    if cls is LowRankSGDOne:  # in the span with the barycentre subgradient only
+        assert LowRankSGDOne(max_iter=1, subgradient="eigenspace").fit(
+            X, constraints=c).span_dim_ == 3
 
 
 # ------------------------------------------------------------------------------ optimisation

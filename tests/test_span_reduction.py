@@ -47,6 +47,8 @@ CASES = {  # every learner with span_complement set
     "sgd_incsvd": {"max_iter": 60, "log_every": 20},
     "sgd_batch": {"max_iter": 60, "log_every": 20},
     "fw": {"max_iter": 30},
+    # the step and λ that put λ_min off the span with μ > 0 (the barycentre's case)
+    "sgd_one": {"max_iter": 60, "log_every": 20, "subgradient": "eigenspace", "step": 0.05},
     "dml_eig": {"max_iter": 40, "tol": 0.0},
     "lmnn_eig": {"max_iter": 40, "tol": 0.0},
     "xing": {"max_iter": 30, "tol": 0.0, "max_proj": 20},
@@ -261,3 +263,42 @@ def test_a_trace_in_the_span_counts_the_basis_in_its_times(monkeypatch):
     assert learner.span_dim_ is not None
     assert learner.trace_["time"][0] >= 0.3
     assert np.all(np.diff(learner.trace_["time"]) >= 0)
+
+
+@pytest.mark.parametrize("dense_up_to", [64, 10_000])  # Lanczos, or LAPACK, in all d
+def test_sgd_one_s_barycentre_keeps_a_multiple_of_the_identity_off_the_span(dense_up_to,
+                                                                          monkeypatch):
+    # a large λ on small points: λ_min leaves the span, where it has multiplicity d − q, while
+    # μ > 0, so the subgradient is the barycentre over the complement (and the span's ties)
+    monkeypatch.setattr(top_eigen, "DENSE_EIGH_MAX_DIM", dense_up_to)
+    X, y, _, _ = problem()
+    X *= 0.1
+    c = knn_triplets(X, y, k=3)
+    cls = SOLVERS["sgd_one"]
+    params = dict(step=0.1, lam=1.0, tau=100.0, max_iter=100, subgradient="eigenspace")
+    off_span_steps = []
+    spied = cls._min_eigenspace
+
+    def spy(self, W):
+        out = spied(self, W)
+        off_span_steps.append(self._mu > 0 and out[3])
+        return out
+
+    monkeypatch.setattr(cls, "_min_eigenspace", spy)
+    reduced = cls(**params).fit(X, y, constraints=c)
+    assert sum(off_span_steps) > 20
+    full = type("Full", (cls,), {"span_complement": None})(**params).fit(X, y, constraints=c)
+    V = reduced.span_basis_
+    lifted = lift_identity_complement(reduced._avg, V, reduced._avg_c)
+    # the same steps in an orthonormal basis: rounding only
+    np.testing.assert_allclose(full._avg, lifted, atol=1e-9 * np.abs(full._avg).max())
+    np.testing.assert_allclose(full.trace_["multiplier"], reduced.trace_["multiplier"],
+                               rtol=1e-9)
+    # one eigenvector instead: a direction of the complement set by rounding, so the average
+    # is no multiple of the identity there
+    one = type("Full", (cls,), {"span_complement": None})(**{**params,
+                                                             "subgradient": "eigenvector"})
+    one.fit(X, y, constraints=c)
+    P = np.eye(X.shape[1]) - V @ V.T
+    off = P @ one._avg @ P
+    assert np.abs(off - np.trace(off) / np.trace(P) * P).max() > 1e-3 * np.abs(off).max()

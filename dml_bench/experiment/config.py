@@ -298,9 +298,14 @@ def _read_datasets(r: Reader, entries: list, split: dict, rules: ConfigRules,
             r.check(d["n_samples"] is None and (d["n_splits"] or 1) == 1, p,
                     "n_samples and n_splits > 1 do not apply with split.predefined")
         prep = Preprocessing(d["normalize"], d["pca"], d["sqrt"], d["downscale"], d["dtype"])
+        for label, params in (d["solver_params"] or {}).items():
+            r.check(isinstance(params, dict), f"{p}.solver_params.{label}",
+                    f"expected a mapping of parameter names to values, got {params!r}")
+        own = tuple((str(label), tuple(sorted(params.items())))
+                    for label, params in (d["solver_params"] or {}).items())
         datasets.append((p, DatasetEntry(d["name"], d["label"] or d["name"], prep, d["n_samples"],
                                          d["n_splits"],
-                                         tuple(d["solvers"]) if d["solvers"] else None)))
+                                         tuple(d["solvers"]) if d["solvers"] else None, own)))
     unique_labels(r, [d.label for _, d in datasets], "datasets", "dataset label")
     return datasets, data_paths
 
@@ -326,11 +331,22 @@ def _read_solvers(r: Reader, entries: list, split: dict, rules: ConfigRules) -> 
 
 
 def _check_dataset_solvers(r: Reader, datasets: list, solvers: list[SolverEntry]):
-    """A dataset entry's ``solvers:`` names only solver labels of the experiment."""
+    """A dataset entry's ``solvers:`` and ``solver_params:`` name only solver labels of the
+    experiment, and its parameters are the solver's, with values it accepts."""
+    from ..solvers import SOLVERS
+
+    labels = ", ".join(s.label for s in solvers)
+    by_label = {s.label: s for s in solvers}
     for p, d in datasets:
-        unknown = sorted(set(d.solvers or ()) - {s.label for s in solvers})
-        r.check(not unknown, f"{p}.solvers",
-                f"unknown solver label(s) {unknown}; labels: {', '.join(s.label for s in solvers)}")
+        unknown = sorted(set(d.solvers or ()) - set(by_label))
+        r.check(not unknown, f"{p}.solvers", f"unknown solver label(s) {unknown}; labels: {labels}")
+        for label, own in d.solver_params:
+            path = f"{p}.solver_params.{label}"
+            r.check(label in by_label, path, f"unknown solver label; labels: {labels}")
+            name = by_label[label].name
+            if name in SOLVERS:
+                check_params(r, SOLVERS[name], dict(own), path)
+                check_values(r, SOLVERS[name], {**by_label[label].params, **dict(own)}, path)
 
 
 def _read_paper_table(r: Reader, paper: Any) -> tuple[str, ...]:

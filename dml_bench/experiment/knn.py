@@ -76,6 +76,7 @@ class Task:
         dataset = {**asdict(self.dataset), "preprocessing": self.dataset.preprocessing.to_dict()}
         if dataset["solvers"] is None:  # keep the ids of configs without the restriction
             del dataset["solvers"]
+        del dataset["solver_params"]  # they enter as the solver's own (DatasetEntry.params_of)
         splitting, evaluation = self.splitting, self.evaluation
         key = {"dataset": dataset, "split": self.split, "solver": solver,
                "seed": splitting.seed, "train_fraction": splitting.train_fraction,
@@ -111,8 +112,9 @@ def all_tasks(exp: Experiment, data: DataPlace = DEFAULT_PLACE):
         for solver in exp.solvers:
             if entry.solvers and solver.label not in entry.solvers:
                 continue  # the dataset entry restricts its solvers
+            own = entry.params_of(solver)
             for split in range(entry.n_splits or exp.split.n_splits):
-                yield Task(exp.name, entry, split, solver, exp.split, exp.constraints,
+                yield Task(exp.name, entry, split, own, exp.split, exp.constraints,
                            exp.evaluation, data)
 
 

@@ -91,7 +91,8 @@ DATASET = {"name": (str, ...), "label": (str, None),
            "normalize": (str, "zscore", OneOf(NORMALIZATIONS)),
            "pca": (int, None, POSITIVE), "sqrt": (bool, False), "downscale": (int, None, POSITIVE),
            "dtype": (str, "float64", OneOf(DTYPES)), "n_samples": (int, None, POSITIVE),
-           "n_splits": (int, None, POSITIVE), "solvers": (list, None)}
+           "n_splits": (int, None, POSITIVE), "solvers": (list, None),
+           "solver_params": (dict, None)}
 SPLIT = {"train_fraction": ((int, float), 0.7, OpenInterval(0, 1)),
          "validation_fraction": ((int, float), 0.0), "n_splits": (int, 10, POSITIVE),
          "seed": (int, 0, AtLeast(0, show=True)), "stratify": (bool, True),

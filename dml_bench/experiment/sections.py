@@ -21,6 +21,17 @@ class DatasetEntry:
     n_samples: int | None = None
     n_splits: int | None = None
     solvers: tuple[str, ...] | None = None  # solver labels run on this dataset (None: all)
+    #: ``((solver label, ((parameter, value), ...)), ...)``: a solver's parameters on this
+    #: dataset, over its entry's ``params`` (:meth:`params_of`)
+    solver_params: tuple = ()
+
+    def params_of(self, solver: "SolverEntry") -> "SolverEntry":
+        """``solver`` with this dataset's own parameters for it over its ``params``."""
+        own = dict(self.solver_params).get(solver.label)
+        if not own:
+            return solver
+        return SolverEntry(solver.name, solver.label, {**solver.params, **dict(own)},
+                           solver.tune)
 
 
 @dataclass(frozen=True)
@@ -247,6 +258,9 @@ class Experiment:
             "datasets": [{"name": d.name, "label": d.label, **d.preprocessing.to_dict(),
                           "n_samples": d.n_samples, "n_splits": d.n_splits,
                           **({"solvers": list(d.solvers)} if d.solvers else {}),
+                          **({"solver_params": {label: dict(own)
+                                                for label, own in d.solver_params}}
+                             if d.solver_params else {}),
                           **({"path": paths[d.label]} if d.label in paths else {})}
                          for d in self.datasets],
             "split": self.split.to_dict(),

@@ -125,7 +125,7 @@ def verification_tasks(exp, data: DataPlace = DEFAULT_PLACE) -> list[Verificatio
             if entry.solvers and solver.label not in entry.solvers:
                 continue
             for fold in range(min(entry.n_splits or exp.split.n_splits, n_available)):
-                tasks.append(VerificationTask(exp.name, entry, solver, fold, spec,
+                tasks.append(VerificationTask(exp.name, entry, entry.params_of(solver), fold, spec,
                                               exp.split.seed, entry_path(exp, entry), data))
     return tasks
 

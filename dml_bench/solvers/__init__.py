@@ -3,7 +3,7 @@
 ``SOLVERS`` maps a config's solver names to the estimator classes, each in the module of its
 paper (``dml_eig``, ``lmnn_eig``, ``sdpmetric``, ``boostmetric``, ``frobmetric``, ``xing``,
 ``lmnn``, ``itml``, ``mdml``, ``pola``, ``lowrank_sgd`` and its dense comparators
-``lowrank_dense``; ``baselines``, ``euclidean``, ``svm`` and ``elm`` the papers' baselines) on
+``lowrank_dense`` and ``lowrank_sgd_one``; ``baselines``, ``euclidean``, ``svm`` and ``elm`` the papers' baselines) on
 the base class of :mod:`.base`. What they share: the constraint algebra and the projections onto
 the PSD cone (:mod:`.linalg`), the Frank–Wolfe vertices (:mod:`.top_eigen`) and the eigen-updates
 (:mod:`.eigen_update`, :mod:`.incremental_eigen`).
@@ -28,7 +28,8 @@ from .ldml import LDML
 from .lfda import LFDA
 from .lmnn import LMNN
 from .lmnn_eig import LMNNEig
-from .lowrank_dense import LowRankFW, LowRankGD, LowRankSGD, LowRankSGDBatch, LowRankSGDOne
+from .lowrank_dense import LowRankFW, LowRankGD, LowRankSGD, LowRankSGDBatch
+from .lowrank_sgd_one import LowRankSGDOne
 from .lowrank_sgd import SGDIncSVD
 from .lsml import LSML
 from .mdml import MDML

@@ -5,16 +5,18 @@ ball) with an eigendecomposition of a d×d matrix per iteration, the O(d³) cost
 avoids; a memory check refuses to start when their d×d arrays do not fit.
 :class:`LowRankGD` (full gradient, projection by ``eigh``), :class:`LowRankSGD` (stochastic
 gradient, projection every iteration, η_t = c/√t), :class:`LowRankSGDBatch` (mini-batch of 10,
-constant step), :class:`LowRankFW` (Frank-Wolfe, η_t = c/(t + 2)), :class:`LowRankSGDOne`
-(Mahdavi et al. 2012: one projection at the end).
+constant step), :class:`LowRankFW` (Frank-Wolfe, η_t = c/(t + 2)); :mod:`.lowrank_sgd_one`
+holds :class:`~.lowrank_sgd_one.LowRankSGDOne` (Mahdavi et al. 2012: one projection at the end).
 
 With more features than training points GD, SGD, SGD-Batch and FW solve in the span of the
 points (:mod:`.span`), exactly: W starts at 0, the hinge gradients are combinations of the
 triplets' difference outer products, and the trace term's λI only shifts the eigenvalues. A
 projection keeps the eigenpairs of ``W − ηG`` above ηλ ≥ 0, and a Frank-Wolfe vertex the
 positive ones of ``−G − λI``; off the span these eigenvalues are 0 and −λ, never kept, so W
-stays zero there. SGD-One does not: between its projections its iterate goes negative off the
-span, where the eigenvector of its λ_min constraint then lies.
+stays zero there. SGD-One goes negative off the span between its projections, so that λ_min
+lies there with multiplicity d − q; with the ``"eigenspace"`` subgradient (the barycentre of the
+eigenspace's ``−v vᵀ``) its iterate stays a multiple of the identity off the span, and it solves
+in the span too.
 
 References
 ----------
@@ -31,8 +33,6 @@ import time
 from numbers import Real
 
 import numpy as np
-import scipy.linalg
-from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, eigsh
 from sklearn.utils._param_validation import Interval
 
 from .base import MEMORY_LIMIT, rate_hint, report_progress, store_params, warn_not_converged
@@ -40,7 +40,6 @@ from .linalg import (PairOuterSum, check_square_memory, components_from_psd, eig
                      pair_differences, pair_quadratic_forms, pair_sq_distances, triplet_pairs)
 from .lowrank_sgd import (LowRankDMLBase, TripletEvaluator, hinge_objective,
                           linear_minimizer_eigenvalues, lowrank_constraints, project_eigenvalues)
-from .top_eigen import DENSE_EIGH_MAX_DIM
 
 
 def _batch_gradient(X, batch, W):
@@ -194,13 +193,17 @@ class _DenseBase(LowRankDMLBase):
                 hint=rate_hint(self.max_iter, optimality, tol, rate="Frank-Wolfe O(1/t)"))
         # no stopping rule (tol = 0): the method runs its prescribed max_iter iterations
         self._finish(trace, len(trace["time"]), converged or tol == 0,
-                     hinge_objective(qt, qi, np.trace(W), self.lam), optimality)
+                     hinge_objective(qt, qi, self._trace(W), self.lam), optimality)
 
     def _subset_objective(self, W, evaluator):
         """F on the evaluation subset of triplets at the reported matrix of W."""
         R = self._report(W)
         qt, qi = evaluator.distances_dense(R)
-        return hinge_objective(qt, qi, np.trace(R), self.lam)
+        return hinge_objective(qt, qi, self._trace(R), self.lam)
+
+    def _trace(self, W):
+        """``Tr W`` of the whole iterate (SGD-One adds its part off the span)."""
+        return np.trace(W)
 
     def _optimality(self, W):
         """``optimality_`` at the returned W (no measure by default)."""
@@ -400,110 +403,3 @@ class LowRankFW(_DenseBase):
     def _optimality(self, W):
         f, G = self._full(W)
         return self._vertex(W, G)[1] / abs(f)
-
-
-class LowRankSGDOne(_DenseBase):
-    """SGD-One of Fig. 2 (Mahdavi et al. 2012): stochastic gradient with one projection at the end.
-
-    The PSD constraint is the convex function constraint ``g(W) = −λ_min(W) ≤ 0`` (subgradient
-    ``−v vᵀ``, v a unit eigenvector of λ_min, one extreme eigenvector per iteration instead of a
-    projection); the iterates only stay in the simple ball B = {‖W‖_F ≤ τ} (a scaling). With the
-    augmented Lagrangian ``F(W) + μ g(W) − (γ/2) μ²`` (Mahdavi et al.'s Algorithm 1):
-
-        W_{t+1} = Π_B[W_t − η(g_t + λI + μ_t ∇g(W_t))],   μ_{t+1} = [(1 − γη) μ_t + η g(W_t)]₊,
-
-    and the returned metric is the projection (Theorem 3) of the average iterate onto
-    ``S₊ ∩ B`` — the only eigendecomposition of the run.
-
-    Parameters
-    ----------
-    lam, tau, constraint : as :class:`SGDIncSVD` (``constraint="spectral"`` uses the spectral
-        ball as B).
-    step : float, default=1.0
-        Constant step η (searched in the paper).
-    gamma : float, default=1.0
-        γ of the augmented Lagrangian (not given by Zhang & Zhang; Mahdavi et al. tie it to the
-        bounds of the problem).
-    batch_size : int, default=10
-        Triplets per stochastic gradient (not stated in the paper; the SGD-Batch value).
-    max_iter, log_every, n_eval, random_state : as :class:`SGDIncSVD`. The logged objective is
-        that of the final solution's rule (projected average) at that iteration.
-    memory_limit_gb : float or None, default=None
-        As :class:`LowRankGD`.
-    verbose : int, default=0
-        0: silent; 1: one line at the end of the fit (iterations, objective, seconds); 2 and
-        more: also one line at every logged objective (every ``log_every`` iterations).
-
-    Attributes
-    ----------
-    trace_ : dict of ndarray
-        Per iteration: ``objective`` (evaluation-subset estimate, every ``log_every``),
-        ``multiplier`` (μ_{t+1}), ``time`` (seconds since the start of ``fit``).
-    optimality_ : float
-        NaN: no stopping rule (``optimality_measure`` ``"none (fixed number of iterations)"``).
-
-    References
-    ----------
-    M. Mahdavi, T. Yang, R. Jin, S. Zhu and J. Yi. Stochastic gradient descent with only one
-    projection. NIPS 2012. J. Zhang and L. Zhang. AAAI 2017, §Experiments.
-    """
-
-    #: its iterate goes negative off the span between projections (module docstring)
-    span_complement = None
-
-    _schedule = "constant"
-    _n_dense = 6    # W, the running average of the iterates and the step's arrays at the peak
-    _parameter_constraints: dict = lowrank_constraints(
-        "lam", "tau", "constraint", "step", "batch_size", "max_iter", "log_every", "n_eval",
-        "random_state", gamma=[Interval(Real, 0, None, closed="left")],
-        memory_limit_gb=MEMORY_LIMIT)
-
-    def __init__(self, lam=0.1, tau=1.0, constraint="frobenius", step=1.0, gamma=1.0,
-                 batch_size=10, max_iter=500, log_every=10, n_eval=10000, random_state=0,
-                 memory_limit_gb=None, verbose=0):
-        store_params(self, locals())
-
-    def _prepare(self, X, triplets):
-        super()._prepare(X, triplets)
-        d = X.shape[1]
-        self._mu, self._v, self._avg, self._count = 0.0, None, np.zeros((d, d)), 0
-
-    def _min_eigpair(self, W):
-        d = len(W)
-        if d <= DENSE_EIGH_MAX_DIM:
-            lam, V = scipy.linalg.eigh(W, subset_by_index=[0, 0])
-            return float(lam[0]), V[:, 0]
-        if not W.any():                                # W_1 = 0: any unit vector, λ_min = 0
-            return 0.0, np.full(d, 1 / np.sqrt(d))
-        v0 = self._v if self._v is not None else np.random.default_rng(0).standard_normal(d)
-        try:
-            lam, V = eigsh(W, k=1, which="SA", v0=v0, tol=1e-8)
-        except (ArpackNoConvergence, ArpackError):     # rare: the exact dense answer
-            lam, V = scipy.linalg.eigh(W, subset_by_index=[0, 0])
-        return float(lam[0]), V[:, 0]
-
-    def _update(self, t, W, G, eta):
-        lam_min, v = self._min_eigpair(W)
-        self._v = v
-        g_val = -lam_min
-        W_new = np.multiply(G, -eta)                   # W − η(G + λI − μ v vᵀ)
-        W_new.flat[::len(W) + 1] -= eta * self.lam
-        if self._mu > 0:                               # μ ∇g(W) = −μ v vᵀ
-            W_new += np.outer(v, (eta * self._mu) * v)
-        W_new += W
-        norm = (np.linalg.norm(W_new) if self.constraint == "frobenius"
-                else np.linalg.norm(W_new, 2))
-        if norm > self.tau:
-            W_new *= self.tau / norm
-        self._mu = max(0.0, (1 - self.gamma * eta) * self._mu + eta * g_val)
-        self._count += 1
-        self._avg *= (self._count - 1) / self._count  # the running mean of the iterates
-        self._avg += W_new / self._count
-        return W_new, {"multiplier": self._mu}
-
-    def _report(self, W):
-        return self._final(W)
-
-    def _final(self, W):
-        mu, V = eigh_all(self._avg)
-        return _from_top_eigenpairs(V, project_eigenvalues(mu, 0.0, self.tau, self.constraint))[0]
