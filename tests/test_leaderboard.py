@@ -328,6 +328,29 @@ def test_a_blocked_footprint_applies_from_its_number_of_points(tmp_path):
         load_board(path)
 
 
+def test_a_landmarks_footprint_applies_where_the_kernel_is_approximated(tmp_path):
+    from dml_bench.experiment.schema import ConfigError
+    from dml_bench.leaderboard.board import load_board
+
+    data = yaml.safe_load((REPO / "configs" / "leaderboard_quick.yaml").read_text())
+    data["leaderboard"] = {"footprint": {"elm": {"nn": 1.2, "landmarks": {"nm": 4, "mm": 3}}}}
+    path = tmp_path / "board.yaml"
+    path.write_text(yaml.safe_dump(data))
+    board = load_board(path)
+    exact = 8 * 1.2 * 49_000 ** 2
+    assert board.memory_bytes("elm", 49_000, 784) == exact  # no landmarks set
+    assert board.memory_bytes("elm", 49_000, 784, {"n_landmarks": 4096}) == 8 * (
+        4 * 49_000 * 4096 + 3 * 4096 ** 2)
+    # at most max_exact_n points (else m) are solved exactly
+    assert board.memory_bytes("elm", 49_000, 784, {"n_landmarks": 4096,
+                                                   "max_exact_n": 50_000}) == exact
+    assert board.memory_bytes("elm", 4096, 784, {"n_landmarks": 4096}) == 8 * 1.2 * 4096 ** 2
+    data["leaderboard"]["footprint"]["elm"]["landmarks"] = {"nn": 1}
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=r"elm\.landmarks: must be a mapping with keys among mm"):
+        load_board(path)
+
+
 def test_fit_over_budget_is_marked_and_propagates_to_larger_sets(small_board, tmp_path):
     out = _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
                   "--budget", "0.05", "--solver", "euclidean")

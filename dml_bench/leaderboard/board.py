@@ -55,14 +55,22 @@ class Board:
     source: str = ""  # the config file (named in the cells' child processes' errors)
     hosts_note: str = ""  # shown after the hosts of the final fits (one line)
 
-    def memory_bytes(self, solver: str, n_train: int, d: int) -> float:
+    def memory_bytes(self, solver: str, n_train: int, d: int, params: dict | None = None
+                     ) -> float:
         """Estimated peak memory of one fit: 8 B × (dd·d² + nn·n_train² + nd·n_train·d),
         from the solver's ``span`` entry instead when d > n_train and it has one (a solver that
-        then fits in the span of the training points), or from its ``blocked`` entry when
-        n_train reaches that entry's ``from_n`` (a solver that then works by blocks of rows)."""
+        then fits in the span of the training points), from its ``blocked`` entry when
+        n_train reaches that entry's ``from_n`` (a solver that then works by blocks of rows),
+        or from its ``landmarks`` entry, 8 B × (nm·n_train·m + mm·m²), when its ``params`` set
+        ``n_landmarks`` = m and n_train exceeds ``max_exact_n`` (m when unset): a kernel
+        replaced by its Nyström approximation on m landmarks."""
         f = self.footprint.get(solver, self.footprint.get("default", {}))
+        m = (params or {}).get("n_landmarks")
         if d > n_train and "span" in f:
             f = f["span"]
+        elif "landmarks" in f and m and n_train > ((params or {}).get("max_exact_n") or m):
+            f = f["landmarks"]
+            return 8.0 * (f.get("nm", 0) * n_train * m + f.get("mm", 0) * m ** 2)
         elif "blocked" in f and n_train >= f["blocked"].get("from_n", math.inf):
             f = f["blocked"]
         return 8.0 * (f.get("dd", 0) * d ** 2 + f.get("nn", 0) * n_train ** 2
@@ -111,17 +119,20 @@ def load_board(path: str | Path) -> Board:
 def _check_footprint(source: str, key: str, f, nested: bool) -> None:
     """A footprint entry: numbers of d×d, n_train×n_train and n_train×d float64 matrices
     (``dd``, ``nn``, ``nd``) and, at the top level, a ``span`` entry of the same kind for
-    d > n_train and a ``blocked`` entry for n_train ≥ its ``from_n``."""
-    allowed = ({"dd", "nn", "nd"} | ({"span", "blocked"} if nested else set())
+    d > n_train, a ``blocked`` entry for n_train ≥ its ``from_n`` and a ``landmarks`` entry of
+    n_train×m and m×m matrices (``nm``, ``mm``) for a Nyström kernel on m landmarks."""
+    allowed = ({"nm", "mm"} if key.endswith(".landmarks") else
+               {"dd", "nn", "nd"} | ({"span", "blocked", "landmarks"} if nested else set())
                | ({"from_n"} if key.endswith(".blocked") else set()))
     if not isinstance(f, dict) or set(f) - allowed:
         raise ConfigError(source, key, "must be a mapping with keys among "
                           f"{', '.join(sorted(allowed))} (numbers of d×d, n_train×n_train "
                           "and n_train×d float64 matrices"
                           + ("; span: the same for d > n_train; blocked: the same with "
-                             "from_n, for n_train ≥ from_n" if nested else "") + ")")
+                             "from_n, for n_train ≥ from_n; landmarks: nm and mm, n_train×m "
+                             "and m×m matrices" if nested else "") + ")")
     for term, value in f.items():
-        if term in ("span", "blocked"):
+        if term in ("span", "blocked", "landmarks"):
             _check_footprint(source, f"{key}.{term}", value, nested=False)
         elif isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ConfigError(source, f"{key}.{term}", f"must be a number ≥ 0, not {value!r}")

@@ -178,7 +178,8 @@ def _queue(state: _BoardState, done: set, summary: BoardSummary) -> list[tuple[s
 def _verdict(board: Board, state: _BoardState, d: str, s: str) -> tuple[str, str] | None:
     """A declared rule's verdict on a cell before it runs (None: run it)."""
     n_train, dim = state.sizes[d]
-    need = board.memory_bytes(state.cells[d, s][0].solver.name, n_train, dim)
+    solver = state.cells[d, s][0].solver
+    need = board.memory_bytes(solver.name, n_train, dim, solver.params)
     if need > board.memory_gb * 2 ** 30:
         return "cannot_run", memory_reason(need, n_train, dim, board.memory_gb)
     smaller = [o for o in state.over.get(s, [])

@@ -71,10 +71,10 @@ def board_table(board: Board, board_dir: Path, data: DataPlace = DEFAULT_PLACE) 
     no_data = {d: reason for d, _, reason in skipped if reason.startswith("data not available")}
     marks = read_cells(board_dir).set_index(["dataset", "label"])
     cells: dict[tuple[str, str], list[str]] = {}
-    solver_of: dict[str, str] = {}
+    solver_of = {}  # (data set, method) → its solver entry, the data set's parameters included
     for task in all_tasks(exp, data):
         cells.setdefault((task.dataset.label, task.solver.label), []).append(task.task_id)
-        solver_of[task.solver.label] = task.solver.name
+        solver_of[task.dataset.label, task.solver.label] = task.solver
     sizes = (runs.groupby("dataset")[["n_train", "n_features"]].max()
              if {"dataset", "n_train", "n_features"} <= set(runs.columns) else pd.DataFrame())
     rows = []
@@ -103,7 +103,7 @@ def board_table(board: Board, board_dir: Path, data: DataPlace = DEFAULT_PLACE) 
             row.update(status=marks.loc[(d, s), "status"], reason=marks.loc[(d, s), "reason"])
             if row["status"] == "cannot_run" and d in sizes.index:
                 n, dim = int(sizes.loc[d, "n_train"]), int(sizes.loc[d, "n_features"])
-                need = board.memory_bytes(solver_of[s], n, dim)
+                need = board.memory_bytes(solver_of[d, s].name, n, dim, solver_of[d, s].params)
                 if need <= board.memory_gb * 2 ** 30:  # the footprint changed since the mark
                     row.update(status="pending", reason=(
                         f"to run: an estimated {need / 2 ** 30:.1f} GB now meets the "
