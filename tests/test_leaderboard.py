@@ -278,6 +278,17 @@ def test_a_cannot_run_mark_whose_rule_no_longer_holds_is_pending(small_board, tm
     assert table.loc[("iris", "dml_eig"), "reason"].startswith(
         "to run: an estimated 0.0 GB now meets the 1e-07 GB rule (was: memory: ")
     assert "dml_eig" not in set(pd.read_csv(board / "runs.csv")["label"])
+    # a mark whose rule still holds gives the footprint's estimate as it is now, on the size
+    # the rule is checked on (iris: ceil(0.7 × 150) = 105 training points, 4 features)
+    data["leaderboard"]["footprint"]["dml_eig"] = {"nn": 1000}
+    small_board.write_text(yaml.safe_dump(data))
+    _invoke("leaderboard", "--config", small_board, "--results-dir", tmp_path / "r",
+            "--stats-only")
+    table = pd.read_csv(board / "board.csv").set_index(["dataset", "method"])
+    assert table.loc[("iris", "dml_eig"), "status"] == "cannot_run"
+    assert table.loc[("iris", "dml_eig"), "reason"] == (
+        f"memory: an estimated {8 * 1000 * 105 ** 2 / 2 ** 30:.1f} GB for n_train = 105, d = 4 "
+        "exceeds the 1e-07 GB rule")
 
 
 def test_a_span_footprint_applies_only_with_more_features_than_points(tmp_path):

@@ -29,7 +29,7 @@ from dml_bench.cli import main
 from dml_bench.experiment.config import load_config, parse_config
 from dml_bench.experiment.schema import ConfigError
 from dml_bench.datasets import DataNotAvailable
-from dml_bench.leaderboard.run import _sizes
+from dml_bench.leaderboard.board import planned_sizes
 
 pytestmark = pytest.mark.usefixtures("tmp_cache")
 
@@ -202,6 +202,6 @@ def test_leaderboard_runs_a_suite_with_its_rules(suite, board, tmp_path, openml_
 def test_board_sizes_leave_out_data_sets_without_data(suite):
     exp = parse_config(config([{"openml_suite": SUITE}]), check_data=False)
     with pytest.raises(DataNotAvailable, match=f"dataset 'openml:{BIG}': not in openml's cache"):
-        _sizes(exp)  # BIG is not cached and OpenML cannot be reached
-    assert _sizes(exp, {f"openml_{BIG}"}) == {f"openml_{OPENML_WINE_ID}":
+        planned_sizes(exp)  # BIG is not cached and OpenML cannot be reached
+    assert planned_sizes(exp, {f"openml_{BIG}"}) == {f"openml_{OPENML_WINE_ID}":
                                                (math.ceil(0.7 * 178), 13)}

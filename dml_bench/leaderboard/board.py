@@ -83,6 +83,21 @@ def memory_reason(need: float, n_train: int, d: int, memory_gb: float) -> str:
             f"exceeds the {memory_gb:g} GB rule")
 
 
+def planned_sizes(exp: Experiment, no_data=()) -> dict[str, tuple[int, int]]:
+    """(n_train, d) per data-set label from the catalogue (no loading; an ``openml:`` data set's
+    spec is its loaded data), the labels in ``no_data`` left out: the sizes the memory rule and
+    the size rule are checked on."""
+    from ..datasets import DATASETS
+
+    out = {}
+    for entry in (e for e in exp.datasets if e.label not in no_data):
+        spec = DATASETS[entry.name]
+        n = min(entry.n_samples or spec.n_samples, spec.n_samples)
+        d = entry.preprocessing.pca or spec.n_features
+        out[entry.label] = (math.ceil(exp.split.train_fraction * n), min(d, spec.n_features))
+    return out
+
+
 def load_board(path: str | Path) -> Board:
     """Read a board config: ``leaderboard:`` plus an experiment config (see the module doc).
 

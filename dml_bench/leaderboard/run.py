@@ -13,7 +13,6 @@ set is not tried on a data set with at least as many points and features (marked
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ from ..experiment.knn import all_tasks, plan
 from ..run.budget import run_cells
 from ..run.execution import check_labels
 from ..run.results import TUNE_COLUMNS, RunStore
-from .board import Board, memory_reason, read_cells, record_cell
+from .board import Board, memory_reason, planned_sizes, read_cells, record_cell
 
 
 @dataclass
@@ -40,20 +39,6 @@ class BoardSummary:
     cannot_run: int = 0
     failed: int = 0
     no_data: int = 0
-
-
-def _sizes(exp: Experiment, no_data=()) -> dict[str, tuple[int, int]]:
-    """(n_train, d) per data-set label from the catalogue (no loading; an ``openml:`` data set's
-    spec is its loaded data), the labels in ``no_data`` left out."""
-    from ..datasets import DATASETS
-
-    out = {}
-    for entry in (e for e in exp.datasets if e.label not in no_data):
-        spec = DATASETS[entry.name]
-        n = min(entry.n_samples or spec.n_samples, spec.n_samples)
-        d = entry.preprocessing.pca or spec.n_features
-        out[entry.label] = (math.ceil(exp.split.train_fraction * n), min(d, spec.n_features))
-    return out
 
 
 def run_board(board: Board, results_root: str | Path = "results", *,
@@ -121,7 +106,7 @@ class _BoardState:
     no_data : set of str
         Data-set labels whose data cannot be had.
     sizes : dict
-        Data-set label → (n_train, d) (:func:`_sizes`).
+        Data-set label → (n_train, d) (:func:`~.board.planned_sizes`).
     marks : DataFrame
         ``cells.csv`` indexed by (dataset, label).
     over : dict
@@ -150,7 +135,7 @@ def _selected_cells(exp: Experiment, data: DataPlace, datasets, solvers) -> dict
 def _board_state(board: Board, out: Path, no_data: set, cells: dict) -> _BoardState:
     """The sizes of the data sets and the cells' marks, with each solver's data sets recorded
     over the board's budget (or a larger one)."""
-    sizes = _sizes(board.experiment, no_data)
+    sizes = planned_sizes(board.experiment, no_data)
     marks = read_cells(out).set_index(["dataset", "label"])
     over: dict[str, list[str]] = {}  # solver label → data sets it ran over budget on
     for (d, s), row in marks.iterrows():

@@ -17,7 +17,7 @@ from ..errors import DMLBenchError
 from ..experiment.knn import all_tasks, plan
 from ..report import ranking
 from ..report.knn import read_runs
-from .board import Board, cell_bound, read_cells
+from .board import Board, cell_bound, memory_reason, planned_sizes, read_cells
 
 
 def _seconds(by_id: pd.DataFrame, have: list) -> dict:
@@ -57,7 +57,8 @@ def board_table(board: Board, board_dir: Path, data: DataPlace = DEFAULT_PLACE) 
     has a row), ``over_budget`` (from ``cells.csv``, at this budget or a larger one: before
     completeness, since a fit over the budget can land last), ``cannot_run`` (from
     ``cells.csv``, while the solver's footprint still breaks the memory rule on the data set's
-    size in ``runs``), ``failed`` (from ``cells.csv``), ``no_data`` (the data set is not
+    size as the rule takes it, :func:`~.board.planned_sizes`; the reason gives the footprint's
+    estimate as it is now), ``failed`` (from ``cells.csv``), ``no_data`` (the data set is not
     available here) or ``pending`` (still to run, a cannot-run mark whose rule no longer holds
     included).
     """
@@ -75,8 +76,7 @@ def board_table(board: Board, board_dir: Path, data: DataPlace = DEFAULT_PLACE) 
     for task in all_tasks(exp, data):
         cells.setdefault((task.dataset.label, task.solver.label), []).append(task.task_id)
         solver_of[task.dataset.label, task.solver.label] = task.solver
-    sizes = (runs.groupby("dataset")[["n_train", "n_features"]].max()
-             if {"dataset", "n_train", "n_features"} <= set(runs.columns) else pd.DataFrame())
+    sizes = planned_sizes(exp, no_data)
     rows = []
     for (d, s), ids in cells.items():
         have = [i for i in ids if i in by_id.index]
@@ -101,13 +101,16 @@ def board_table(board: Board, board_dir: Path, data: DataPlace = DEFAULT_PLACE) 
                        hosts="; ".join(sorted(set(hosts) - {""})))
         elif (d, s) in marks.index:
             row.update(status=marks.loc[(d, s), "status"], reason=marks.loc[(d, s), "reason"])
-            if row["status"] == "cannot_run" and d in sizes.index:
-                n, dim = int(sizes.loc[d, "n_train"]), int(sizes.loc[d, "n_features"])
+            if row["status"] == "cannot_run" and d in sizes:
+                # the rule on the sizes it is checked on, with the footprint as it is now
+                n, dim = sizes[d]
                 need = board.memory_bytes(solver_of[d, s].name, n, dim, solver_of[d, s].params)
                 if need <= board.memory_gb * 2 ** 30:  # the footprint changed since the mark
                     row.update(status="pending", reason=(
                         f"to run: an estimated {need / 2 ** 30:.1f} GB now meets the "
                         f"{board.memory_gb:g} GB rule (was: {row['reason']})"))
+                else:
+                    row["reason"] = memory_reason(need, n, dim, board.memory_gb)
         else:
             row.update(status="pending")
         row["bound"] = cell_bound(row["status"], row["reason"], board.budget)
