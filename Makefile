@@ -79,6 +79,7 @@ bench:
 	$(PYTHON) benchmarks/timing/bench_itml_sweep.py
 	$(PYTHON) benchmarks/timing/bench_frobmetric_lbfgsb.py
 	$(PYTHON) benchmarks/timing/bench_routes.py
+	$(PYTHON) benchmarks/timing/bench_lmnn_search.py
 	$(PYTHON) benchmarks/timing/bench_first_runs.py
 
 clean:
