@@ -92,21 +92,28 @@ def main(argv=None) -> None:
             print(f"split {task.split}:", ", ".join(
                 f"{r['route']} {100 * r['error']:.2f} % in {r['cpu_s']:.1f} s" for r in split_rows),
                 f"(p = {split_rows[0]['mcnemar_p']:.3g})", flush=True)
+            p = write(rows, pooled, args)  # after every split: a long run keeps its part
     if not rows:
         raise SystemExit(f"no committed lmnn row on {args.dataset!r}")
+    print(f"pooled over {len(pooled['active_set'])} splits: McNemar p = {p:.3g}; "
+          f"wrote {Path(args.out) / 'lmnn_search.csv'}")
+
+
+def write(rows: list[dict], pooled: dict, args) -> float:
+    """``lmnn_search.csv``: the splits' rows and a ``pooled`` row per route; returns the pooled
+    McNemar p."""
     p = mcnemar_p(np.concatenate(pooled["active_set"]), np.concatenate(pooled["exhaustive"]))
     frame = pd.DataFrame(rows)
-    for route in ROUTES:
-        mine = frame[frame.route == route]
-        rows.append({"dataset": args.dataset, "split": "pooled", "route": route,
-                     "cpu_s": mine.cpu_s.sum(), "wall_s": mine.wall_s.sum(),
-                     "n_iter": mine.n_iter.sum(),
-                     "error": float(np.mean(~np.concatenate(pooled[route]))), "mcnemar_p": p})
+    total = [{"dataset": args.dataset, "split": "pooled", "route": route,
+              "cpu_s": frame[frame.route == route].cpu_s.sum(),
+              "wall_s": frame[frame.route == route].wall_s.sum(),
+              "n_iter": frame[frame.route == route].n_iter.sum(),
+              "error": float(np.mean(~np.concatenate(pooled[route]))), "mcnemar_p": p}
+             for route in ROUTES]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(out / "lmnn_search.csv", index=False)
-    print(f"pooled over {len(pooled['active_set'])} splits: McNemar p = {p:.3g}; "
-          f"wrote {out / 'lmnn_search.csv'}")
+    pd.DataFrame(rows + total).to_csv(out / "lmnn_search.csv", index=False)
+    return p
 
 
 if __name__ == "__main__":
