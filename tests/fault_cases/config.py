@@ -28,7 +28,8 @@ CASES = [
           "notes, protocol"),
     _case("unknown-dataset-key", changed(datasets=[{"name": "wine", "normalise": "zscore"}]),
           "{cfg}: datasets[0].normalise: unknown key (did you mean 'normalize'?); valid keys: "
-          "name, label, normalize, pca, sqrt, downscale, dtype, n_samples, n_splits, solvers"),
+          "name, label, normalize, pca, sqrt, downscale, dtype, n_samples, n_splits, solvers, "
+          "solver_params"),
     _case("unknown-solver-key", changed(solvers=[{"name": "euclidean", "param": {}}]),
           "{cfg}: solvers[0].param: unknown key (did you mean 'params'?); valid keys: name, "
           "label, params, tune"),
