@@ -159,8 +159,10 @@ class LowRankSGDOne(_DenseBase):
         coordinates when the fit solves in the span.
         """
         d = len(W)
+        if not W.any():  # W₁ = 0, where μ = 0 and only λ_min = 0 is needed
+            return np.zeros(1), np.eye(d, 1)
         bound = None
-        if d > top_eigen.DENSE_EIGH_MAX_DIM and W.any():
+        if d > top_eigen.DENSE_EIGH_MAX_DIM:
             try:  # a random start: the last vector's Krylov space may miss a part of W
                 lam = eigsh(W, k=1, which="SA", v0=self._rng.standard_normal(d), tol=1e-10,
                             return_eigenvectors=False)
@@ -176,14 +178,14 @@ class LowRankSGDOne(_DenseBase):
 
     def _min_eigenspace(self, W):
         """``(λ_min, U, k, off)`` of the whole iterate: U an orthonormal basis of the part of
-        λ_min's eigenspace on these coordinates (None when μ = 0 does not need it), k the
-        eigenspace's dimension and ``off`` whether it holds the complement of the span."""
-        if self.subgradient == "eigenvector" or self._mu <= 0:
+        λ_min's eigenspace on these coordinates, k the eigenspace's dimension and ``off``
+        whether it holds the complement of the span."""
+        if self.subgradient == "eigenvector":
             lam, v = self._min_eigpair(W)
             self._v = v
-            if self._m and self._c < lam:
-                lam = self._c
             return lam, v[:, None], 1, False
+        # λ_min from a random start even while μ = 0 (only g(W) is needed then): from the last
+        # vector Lanczos would miss a lower eigenvalue off the span in all coordinates
         c, m = self._c, self._m
         tol = TIE_RTOL * np.sqrt(np.vdot(W, W) + m * c * c)
         lams, U = self._lowest(W, tol)
