@@ -49,13 +49,14 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.linalg
-import scipy.optimize
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .base import VERBOSE, MetricLearner, report_progress, store_params, warn_not_converged
 from .linalg import (PairOuterSum, syevd_routine, components_from_psd, eigh_all, pair_differences,
-                     pair_sq_distances, project_psd, weighted_outer_sum)
+                     pair_sq_distances, weighted_outer_sum)
 
+#: relative step of μ at which the exact projection's root finding stops (:func:`_project_exact`)
+MU_RTOL = 1e-12
 #: the original code sets the bound ``t = ⟨X_S, A_0⟩ / 100`` from the initial metric ``A_0 = I``
 BOUND_DIVISOR = 100.0
 
@@ -130,7 +131,8 @@ class Xing(MetricLearner):
         Per cycle: ``objective`` (Eq. (1) at the accepted iterate, normalised to ⟨X_S, M⟩ = 1),
         ``gap`` (Frank-Wolfe gap at it, an upper bound on the optimum minus ``objective``),
         ``delta`` (relative step, the stopping measure), ``step`` (α), ``n_proj`` (projection
-        rounds) and ``time`` (seconds since the start of ``fit``).
+        rounds; with the exact projection, the eigendecompositions of its root finding) and
+        ``time`` (seconds since the start of ``fit``).
     span_dim_ : int or None
         The dimension of the span the fit ran in, or None when it ran in all coordinates.
     span_basis_ : ndarray (d, ``span_dim_``) or None
@@ -204,12 +206,13 @@ class Xing(MetricLearner):
         P = _ascent_direction(_gradient(outer_sum, dist_last), XS_unit)  # at A_0, as the code
         trace = {k: [] for k in ("objective", "gap", "delta", "step", "n_proj", "time")}
         objective_n = gap = np.nan
+        mu = 0.0  # the exact projection's multiplier, passed on as the next cycle's start
         converged, report = False, self.verbose >= 2
         for cycle in range(self.max_iter):
             # 1. projection onto C1 ∩ C2
             if self.projection == "exact":
-                A, lam, V = _project_exact(A, XS, t)
-                satisfy, n_proj = True, 1
+                A, lam, V, mu, n_proj = _project_exact(A, XS, t, mu)
+                satisfy = True
             else:  # the original code's alternating projections
                 A, lam, V, satisfy, n_proj = _alternate(A, XS, XS_norm2, t, self.eps,
                                                         self.max_proj)
@@ -374,25 +377,67 @@ def _alternate(A, XS, XS_norm2, t, eps, max_proj):
     return A, lam, V, False, max_proj
 
 
-def _project_exact(B, XS, t):
+def _project_exact(B, XS, t, mu0=0.0, max_eval=100):
     """Euclidean projection of B onto {A ⪰ 0, ⟨X_S, A⟩ ≤ t}: ``A = Π_PSD(B − μ X_S)``.
 
     KKT of the projection: μ ≥ 0 is 0 if ``Π_PSD(B)`` is feasible, else the root of the
-    nonincreasing ``h(μ) = ⟨X_S, Π_PSD(B − μ X_S)⟩ − t`` (Brent's method, one d×d eigh per
-    evaluation).
+    nonincreasing ``h(μ) = ⟨X_S, Π_PSD(B − μ X_S)⟩ − t``. The root is found by Newton's method
+    from ``mu0`` (the ascent passes the last cycle's μ), safeguarded by bisection on a bracket
+    [lo, hi] with ``h(lo) > 0 ≥ h(hi)``: one d×d eigendecomposition per evaluation, whose
+    eigenpairs also give the slope ``h′(μ)`` (:func:`_projection_slope`). A step that would
+    leave μ ≥ 0 evaluates μ = 0, the answer when h(0) ≤ 0. It stops there, at h(μ) = 0, or when
+    a step is below ``MU_RTOL`` of μ (h is evaluated to round-off, so the steps that follow
+    convergence are noise of that order), at ``max_eval`` evaluations at most; the projection is
+    the last one evaluated.
+
+    Returns (A, its clipped eigenvalues, eigenvectors, μ, evaluations).
     """
-    A, lam, V = project_psd(B)
-    if float(np.vdot(XS, A)) <= t:
-        return A, lam, V
+    def evaluate(mu):
+        S = B - mu * XS if mu else B
+        lam, V = eigh_all((S + S.T) / 2)
+        pos = lam > 0
+        F = V[:, pos] * np.sqrt(lam[pos])
+        A = F @ F.T
+        return A, lam, V, float(np.vdot(XS, A)) - t
 
-    def h(mu):
-        return float(np.vdot(XS, project_psd(B - mu * XS)[0])) - t
+    mu = max(float(mu0), 0.0)
+    A, lam, V, excess = evaluate(mu)
+    lo, hi, n_eval = 0.0, np.inf, 1
+    while n_eval < max_eval and excess != 0 and not (mu == 0 and excess < 0):
+        if excess > 0:
+            lo = mu
+        else:
+            hi = mu
+        slope = _projection_slope(lam, V, XS)
+        trial = mu - excess / slope if slope < 0 else np.inf
+        if trial <= 0:
+            trial = 0.0
+        elif not lo < trial < hi:  # Newton left the bracket: bisect it (or step past lo)
+            trial = (lo + hi) / 2 if np.isfinite(hi) else 2 * lo + excess / float(np.vdot(XS, XS))
+        if trial and abs(trial - mu) <= MU_RTOL * trial:
+            break
+        mu = trial
+        A, lam, V, excess = evaluate(mu)
+        n_eval += 1
+    return A, np.maximum(lam, 0.0), V, mu, n_eval
 
-    hi = max((float(np.vdot(XS, A)) - t) / float(np.vdot(XS, XS)), 1e-300)
-    while h(hi) > 0:
-        hi *= 2
-    mu = scipy.optimize.brentq(h, 0.0, hi, xtol=1e-15 * hi, rtol=4 * np.finfo(float).eps)
-    return project_psd(B - mu * XS)
+
+def _projection_slope(lam, V, XS):
+    """``h′(μ) = −⟨X_S, DΠ(S)[X_S]⟩`` at ``S = B − μ X_S = V diag(λ) Vᵀ``, ``Π = Π_PSD``.
+
+    The derivative of ``Π(S) = V max(Λ, 0) Vᵀ`` along H is ``V (Γ ∘ VᵀHV) Vᵀ`` with the divided
+    differences ``Γ_ij = (λ_i⁺ − λ_j⁺)/(λ_i − λ_j)`` (Γ_ii = 1 for λ_i > 0, else 0: Daleckii–Krein,
+    Bhatia 1997, Thm. V.3.3), so ``h′ = −Σ_ij Γ_ij Y_ij²`` with ``Y = VᵀX_SV``. Γ vanishes where
+    both eigenvalues are ≤ 0: only the rows of the positive ones, ``Y_P = V_PᵀX_SV``, are formed.
+    """
+    pos = lam > 0
+    if not pos.any():
+        return 0.0
+    Y = (XS @ V[:, pos]).T @ V  # rows: positive eigenvalues; columns: all
+    lp, ln = lam[pos], lam[~pos]
+    both = float(np.sum(Y[:, pos] ** 2))
+    mixed = float(np.sum(Y[:, ~pos] ** 2 * (lp[:, None] / (lp[:, None] - ln[None, :]))))
+    return -(both + 2 * mixed)
 
 
 def _ascent_direction(grad, XS_unit):
