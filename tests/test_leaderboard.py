@@ -1086,3 +1086,26 @@ def test_the_span_record_follows_the_learner_s_cost_rule():
     # 5,000 points: the basis (n² = 2.5e7) costs more than 500 iterations of 100 triplets save
     assert not solved_in_span({**row, "n_train": 5_000, "n_features": 60_000})
     assert not solved_in_span({**row, "n_train": 30_000, "n_features": 20_000})
+
+
+def test_xing_projection_diagnosis_counts_every_eigendecomposition(benchmark_script, monkeypatch):
+    """Per-cycle rows of both routes: the exact route's eigendecompositions, summed over its
+    cycles, are the calls of the eigensolver it makes (counted here, less the one of X_S's
+    whitener), and the cycles' seconds add up to the last cycle's end."""
+    from problems import random_pair_problem
+
+    import dml_bench.solvers.xing as xing
+
+    diagnosis = benchmark_script("diagnoses/xing_projection_diagnosis")
+    X, constraints = random_pair_problem(3, d=5, n=25, n_similar=20, n_dissimilar=30)
+    calls = []
+    real = xing.eigh_all
+    monkeypatch.setattr(xing, "eigh_all", lambda S: calls.append(1) or real(S))
+    exact = pd.DataFrame(diagnosis.fit_rows(X, None, constraints,
+                                            {"projection": "exact", "max_iter": 15}, "toy", 0))
+    assert len(exact) == 15 and exact.eigendecompositions.sum() == len(calls) - 1
+    assert exact.cycle_seconds.sum() == pytest.approx(exact.elapsed_seconds.iloc[-1])
+    alternating = pd.DataFrame(diagnosis.fit_rows(X, None, constraints,
+                                                  {"projection": "alternating", "max_iter": 4},
+                                                  "toy", 0))
+    assert list(alternating.cycle) == [1, 2, 3, 4] and (alternating.eigendecompositions >= 1).all()
