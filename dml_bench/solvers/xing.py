@@ -88,9 +88,9 @@ class Xing(MetricLearner):
         They converge slowly (linearly, one eigendecomposition per round) and can run all
         ``max_proj`` rounds without reaching ``eps``.
         ``"exact"``: the Euclidean projection onto C1 ∩ C2 that they approximate,
-        ``Π_PSD(B − μ X_S)`` with the scalar μ ≥ 0 found by Brent's method (one d×d
-        eigendecomposition per evaluation), always feasible. It is not the authors' algorithm,
-        and its ascent can end elsewhere (a different 3-NN error).
+        ``Π_PSD(B − μ X_S)`` with the scalar μ ≥ 0 found by safeguarded Newton steps (one d×d
+        eigendecomposition per step, about 5 a cycle), always feasible. It is not the authors'
+        projection, and the ascent around it can end elsewhere (a different 3-NN error).
     diagonal : bool, default=False
         Learn a diagonal M (Xing et al.'s §2.2): minimise ``g(a) = Σ_{τ∈S} d²_a − log Σ_{τ∈D}
         d_a`` over the diagonal ``a ≥ 0`` by Newton–Raphson steps (projected onto ``a ≥ 0``,
