@@ -3,16 +3,18 @@ matrix–vector product and one rank-one update of M per projection) against the
 (``itml._sweep_blocked``: the products of a block of constraints as one GEMM, the block's
 updates delayed and applied as one GEMM), timed in one run with one BLAS thread.
 
-Per d: Gaussian points in three classes with shifted means (n = 3,000), 40 k-NN-like random
+Per d: Gaussian points in three classes with shifted means (``--points``, 3,000), 40 k-NN-like random
 same-class and different-class pairs per point, the bounds at the 5th and 95th percentile of
 the squared distances (as ITML's default). Both loops start from the same state after
 ``--warm`` sweeps (so that the dual variables, and with them the share of projections that
 change M, are those of a running fit), then run ``--sweeps`` sweeps each, alternated over
 ``--repeat`` rounds; the record is the median seconds per sweep, their ratio and the largest
 relative difference of the two Ms after the timed sweeps (the same projections, sums regrouped:
-rounding only). The crossover sets ``itml.BLOCKED_FROM_D``.
+rounding only). The crossover sets ``itml.BLOCKED_FROM_D``. A run replaces the record's rows of its
+dimensions and keeps the others.
 
     python benchmarks/timing/bench_itml_sweep.py [--dims 16 32 64 128 256] [--repeat 3]
+    python benchmarks/timing/bench_itml_sweep.py --dims 1024 --points 600 --sweeps 2
 """
 
 from __future__ import annotations
@@ -31,9 +33,8 @@ from dml_bench.solvers.linalg import pair_differences
 OUT = Path("results/bench/itml_sweep.csv")
 
 
-def problem(d: int, rng) -> tuple:
+def problem(d: int, rng, n: int = 3000) -> tuple:
     """Constraint differences, signs, starting slacks and duals of a synthetic ITML fit."""
-    n = 3000
     y = rng.integers(0, 3, n)
     X = rng.standard_normal((n, d)) + 0.7 * y[:, None] * rng.standard_normal(d)
     first = np.repeat(np.arange(n), 40)
@@ -60,12 +61,13 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=5)
     parser.add_argument("--sweeps", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--points", type=int, default=3000)
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     rows = []
     with threadpool_limits(1):
         for d in args.dims:
-            V, delta, xi, lam = problem(d, rng)
+            V, delta, xi, lam = problem(d, rng, args.points)
             M = np.eye(d)
             for _ in range(args.warm):
                 _sweep(M, V, delta, xi, lam, 0.5, 1.0)
@@ -78,7 +80,7 @@ def main() -> None:
                 plain.append(t)
                 t, M_blocked, _ = timed(_sweep_blocked, state, V, delta, args.sweeps, SWEEP_BLOCK)
                 blocked.append(t)
-            rows.append({"d": d, "constraints": len(V), "block": SWEEP_BLOCK,
+            rows.append({"d": d, "points": args.points, "constraints": len(V), "block": SWEEP_BLOCK,
                          "active_share": float(np.mean(lam_end > 0)),
                          "plain_s_per_sweep": float(np.median(plain)),
                          "blocked_s_per_sweep": float(np.median(blocked)),
@@ -87,7 +89,11 @@ def main() -> None:
                                                / np.abs(M_plain).max())})
             print(rows[-1], flush=True)
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(OUT, index=False)
+    new = pd.DataFrame(rows)
+    if OUT.exists():
+        old = pd.read_csv(OUT)
+        new = pd.concat([old[~old["d"].isin(new["d"])], new]).sort_values("d")
+    new.to_csv(OUT, index=False)
     print(OUT)
 
 

@@ -23,7 +23,7 @@ is one compiled loop (numba, :func:`_sweep`), so a projection costs no interpret
 projection that leaves its dual at 0 (a satisfied constraint) leaves M as it is. From d = 64 on
 (:data:`BLOCKED_FROM_D`) a sweep delays the updates over blocks of constraints, so that their
 matrix–vector products and their updates are GEMMs (:func:`_sweep_blocked`: the same
-projections, 1.3–1.6× faster at d = 64–256, ``results/bench/itml_sweep.csv``);
+projections, 1.2–2.2× faster at d = 64–1,024, ``results/bench/itml_sweep.csv``);
 ``fit`` returns to Python once per sweep, for the stopping rule and the trace. The projection
 constants, the stopping rule and the cap follow the authors' ``ItmlAlg.m`` (ITML code release
 1.2), see the notes in :class:`ITML`.
@@ -413,39 +413,37 @@ def _sweep_blocked(M, V, delta, xi, lam, gamma_proj, inv_gamma, block):
     Within a block starting at M_s, the projections so far have made
     ``M = M_s + Σ_k β_k u_k u_kᵀ`` (``u_k = M v_k`` at the k-th update), so
     ``M v_j = M_s v_j + Σ_k β_k (u_kᵀ v_j) u_k``: the block's products ``V_B M_s`` are one GEMM,
-    the corrections cost O(d) per earlier update of the block, and the block's updates are
-    applied to M at its end as one GEMM ``Uᵀ diag(β) U`` (symmetrised, so M stays exactly
-    symmetric). The same projections in the same order as :func:`_sweep`, with the sums
-    regrouped: equal up to rounding.
+    the corrections two matrix–vector products with the block's earlier updates, and the
+    block's updates are added to M at its end as one GEMM ``Uᵀ diag(β) U``. That GEMM is
+    symmetric only up to rounding, so M is made exactly symmetric once, at the end of the
+    sweep. The same projections in the same order as :func:`_sweep`, with the sums regrouped:
+    equal up to rounding.
     """
     n_c, d = V.shape
     U = np.empty((block, d))
     W = np.empty((block, d))
     for s in range(0, n_c, block):
         e = min(s + block, n_c)
-        P = V[s:e] @ M  # row j: (M_s v_j)ᵀ (M symmetric)
+        P = V[s:e] @ M  # row j: (M_s v_j)ᵀ (M symmetric up to rounding within the sweep)
         n_up = 0
         for j in range(e - s):
             c = s + j
             v = V[c]
             Mv = P[j]
-            for k in range(n_up):
-                coef = W[k] @ v  # β_k (u_kᵀ v)
-                for i in range(d):
-                    Mv[i] += coef * U[k, i]
+            if n_up:
+                Mv += (W[:n_up] @ v) @ U[:n_up]  # Σ_k β_k (u_kᵀ v) u_k
             alpha, beta = _project(c, v @ Mv, delta, xi, lam, gamma_proj, inv_gamma)
             if alpha != 0.0:
                 U[n_up] = Mv
                 W[n_up] = beta * Mv
                 n_up += 1
         if n_up:
-            G = np.ascontiguousarray(W[:n_up].T) @ U[:n_up]
-            for i in range(d):
-                for j in range(i, d):
-                    g = 0.5 * (G[i, j] + G[j, i])
-                    M[i, j] += g
-                    if j != i:
-                        M[j, i] += g
+            M += np.ascontiguousarray(W[:n_up].T) @ U[:n_up]
+    for i in range(d):
+        for j in range(i + 1, d):
+            g = 0.5 * (M[i, j] + M[j, i])
+            M[i, j] = g
+            M[j, i] = g
 
 
 def itml_objective(M, xi, xi0, gamma, chol=None, prior_inverse=None, prior_logdet=None):
