@@ -168,7 +168,8 @@ def algorithm1_reference(X, c, u, l, gamma, n_sweeps):
     """Algorithm 1 of the paper written out with dense numpy (ItmlAlg.m's α and ξ constants).
 
     Per constraint: p = vᵀAv, α = min(λ, δ γ/(γ+1) (1/p − 1/ξ)), β = δα/(1 − δαp),
-    1/ξ ← 1/ξ + δα/γ, λ ← λ − α, A ← A + β A v vᵀ A. Returns (A, ξ, λ, number of clipped α = λ).
+    1/ξ ← 1/ξ + δα/γ, λ ← λ − α, A ← A + β A v vᵀ A. Returns (A, ξ, λ, number of clipped α = λ,
+    largest δ (p − ξ) met in the last sweep, each before its projection).
     """
     D = np.vstack([diffs(X, c.similar), diffs(X, c.dissimilar)])
     delta = np.r_[np.ones(len(c.similar)), -np.ones(len(c.dissimilar))]
@@ -176,8 +177,10 @@ def algorithm1_reference(X, c, u, l, gamma, n_sweeps):
     lam, A, n_clipped = np.zeros(len(D)), np.eye(X.shape[1]), 0
     g = 1.0 if np.isinf(gamma) else gamma / (gamma + 1)
     for _ in range(n_sweeps):
+        worst = -np.inf
         for k, (v, dk) in enumerate(zip(D, delta)):
             p = v @ A @ v
+            worst = max(worst, dk * (p - xi[k]))
             step = dk * g * (1 / p - 1 / xi[k])
             alpha = min(lam[k], step)
             n_clipped += bool(lam[k] < step)
@@ -186,7 +189,7 @@ def algorithm1_reference(X, c, u, l, gamma, n_sweeps):
                 xi[k] = 1 / (1 / xi[k] + dk * alpha / gamma)
             lam[k] -= alpha
             A = A + beta * A @ np.outer(v, v) @ A
-    return A, xi, lam, n_clipped
+    return A, xi, lam, n_clipped, worst
 
 
 @pytest.mark.parametrize("d", [5, BLOCKED_FROM_D + 6])  # the plain loop and the blocked one
@@ -196,11 +199,18 @@ def test_compiled_sweeps_equal_the_algorithm1_reference(gamma, d):
     u, l = squared_distance_bounds(X)
     model = fit(X, c, gamma=gamma, bounds=(u, l), tol=0, max_iter=6)
     assert model.n_iter_ == 6
-    A, xi, lam, n_clipped = algorithm1_reference(X, c, u, l, gamma, 6)
+    A, xi, lam, n_clipped, worst = algorithm1_reference(X, c, u, l, gamma, 6)
     assert n_clipped > 0  # the clipping α = λ (a dual returning to 0) is exercised
     np.testing.assert_allclose(model.metric_, A, rtol=1e-11, atol=1e-12 * np.abs(A).max())
     np.testing.assert_allclose(model.slack_, xi, rtol=1e-11)
     np.testing.assert_allclose(model.dual_, lam, rtol=1e-11, atol=1e-12 * np.abs(lam).max())
+    # the trace: log det carried by the determinant lemma over 6 sweeps against slogdet, and the
+    # largest violation the last sweep met
+    xi0 = np.where(np.arange(len(xi)) < len(c.similar), u, l)
+    slack = 0.0 if np.isinf(gamma) else gamma * np.sum(xi / xi0 - np.log(xi / xi0) - 1)
+    assert model.trace_["objective"][-1] == pytest.approx(
+        logdet_divergence(A, np.eye(d)) + slack, rel=1e-10)
+    assert model.trace_["violation"][-1] * np.mean(xi0) == pytest.approx(worst, rel=1e-9)
 
 
 def test_random_pairs_follow_the_authors_sampling():
@@ -291,6 +301,7 @@ def test_a_prior_is_the_identity_prior_on_whitened_points(prior):
     np.testing.assert_allclose(model.metric_, R @ white.metric_ @ R,
                                atol=1e-9 * np.abs(model.metric_).max())
     assert model.objective_ == pytest.approx(white.objective_, rel=1e-9)
+    assert model.trace_["objective"][-1] == pytest.approx(model.objective_, rel=1e-9)
     xi0 = np.where(np.arange(len(model.slack_)) < len(c.similar), *model.bounds_)
     r = model.slack_ / xi0
     assert model.objective_ == pytest.approx(

@@ -44,7 +44,6 @@ import numpy as np
 from llvmlite import binding
 from numba import njit, types
 from numba.extending import get_cython_function_address
-from scipy.linalg.blas import dtrmm
 from sklearn.datasets import make_spd_matrix
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, Options, StrOptions
@@ -166,8 +165,10 @@ class ITML(MetricLearner):
         (``optimality_measure`` ``"relative_dual_change"``).
     trace_ : dict of ndarray
         Per sweep: ``objective``, ``conv`` (the relative change of λ of the stopping rule),
-        ``violation`` (largest constraint violation ``max(δ (d_M² − ξ)) / mean ξ₀``, δ = +1 for
-        similar and −1 for dissimilar pairs) and ``time`` (seconds since the start of ``fit``).
+        ``violation`` (the largest constraint violation met by the sweep's projections,
+        ``max(δ (d_M² − ξ)) / mean ξ₀`` over the pairs, each just before its projection; δ = +1
+        for similar and −1 for dissimilar pairs) and ``time`` (seconds since the start of
+        ``fit``).
 
     Notes
     -----
@@ -250,7 +251,7 @@ class ITML(MetricLearner):
         xi0 = np.where(delta > 0, u, l)
         gamma = float(self.gamma)
         M, xi, lam, trace, converged, n_proj = _bregman_sweeps(
-            X, pairs, V, delta, xi0, gamma, self.tol, self.max_proj, self.max_iter, start,
+            V, delta, xi0, gamma, self.tol, self.max_proj, self.max_iter, start,
             M0=M0, prior_inv=A, report=self._report if self.verbose >= 2 else None)
         if not converged:
             sweeps = len(trace["conv"])
@@ -262,8 +263,8 @@ class ITML(MetricLearner):
                      f"max_proj = {self.max_proj} projections ({sweeps} sweeps of {len(V)} "
                      "constraints)"),
                 reached=(f"relative change of the duals {trace['conv'][-1]:.3g}, largest "
-                         f"constraint violation {trace['violation'][-1]:.3g} (relative to the "
-                         "mean bound)"),
+                         f"constraint violation in the last sweep {trace['violation'][-1]:.3g} "
+                         "(relative to the mean bound)"),
                 hint=("raise max_iter or max_proj (or tol); under cyclic projections this "
                       "change need not fall steadily, and can stall above tol"))
         self.metric_ = M
@@ -317,7 +318,7 @@ def _symmetric(S: np.ndarray) -> np.ndarray:
     return (S + S.T) / 2
 
 
-def _bregman_sweeps(X, pairs, V, delta, xi0, gamma, tol, max_proj, max_iter, start, M0=None,
+def _bregman_sweeps(V, delta, xi0, gamma, tol, max_proj, max_iter, start, M0=None,
                     prior_inv=None, report=None):
     """Algorithm 1: cyclic projections until the duals settle (``ItmlAlg.m``'s rule and cap).
 
@@ -325,10 +326,16 @@ def _bregman_sweeps(X, pairs, V, delta, xi0, gamma, tol, max_proj, max_iter, sta
     trace record are checked in between. Returns (M, ξ, λ, trace, converged, number of
     projections). ``M0`` (None: I) is the start, ``prior_inv`` its inverse for the objective.
     ``report(sweep, trace)``, if given, is called after each sweep's record (``verbose ≥ 2``).
+
+    The trace's ``log det M`` is carried by the determinant lemma, ``det(M + β u uᵀ) =
+    det M · (1 + β vᵀ M v)`` for ``u = M v`` (the sweep returns the sum of the logarithms), so
+    a record costs no factorisation of M; its violation is the largest met by the sweep's
+    projections.
     """
     n_c, d = V.shape
     M = np.eye(d) if M0 is None else np.array(M0, dtype=np.float64, order="C")  # a copy of M₀
     logdet_inv = None if prior_inv is None else _logdet(prior_inv)
+    logdet = 0.0 if M0 is None else _logdet(M)
     lam, lam_old = np.zeros(n_c), np.zeros(n_c)
     xi = xi0.astype(float).copy()
     gamma_proj = 1.0 if np.isinf(gamma) else gamma / (gamma + 1.0)
@@ -338,20 +345,19 @@ def _bregman_sweeps(X, pairs, V, delta, xi0, gamma, tol, max_proj, max_iter, sta
     scale = float(np.mean(xi0)) if n_c else 1.0
     while not converged:
         if d >= BLOCKED_FROM_D:
-            _sweep_blocked(M, V, delta, xi, lam, gamma_proj, inv_gamma, SWEEP_BLOCK)
+            change, worst = _sweep_blocked(M, V, delta, xi, lam, gamma_proj, inv_gamma,
+                                           SWEEP_BLOCK)
         else:
-            _sweep(M, V, delta, xi, lam, gamma_proj, inv_gamma)
+            change, worst = _sweep(M, V, delta, xi, lam, gamma_proj, inv_gamma)
+        logdet += change
         n_proj += n_c
         sweep += 1
         normsum = np.linalg.norm(lam) + np.linalg.norm(lam_old)
         conv = 0.0 if normsum == 0 else float(np.abs(lam_old - lam).sum() / normsum)
-        R = np.linalg.cholesky(M)
-        # row-wise d_M² through the factor M = R Rᵀ; X R as (Rᵀ Xᵀ)ᵀ by a triangular product
-        q = pair_sq_distances(dtrmm(1.0, R, X.T, side=0, lower=1, trans_a=1).T, pairs)
-        trace["objective"].append(itml_objective(M, xi, xi0, gamma, chol=R, prior_inverse=prior_inv,
-                                                 prior_logdet=logdet_inv))
+        trace["objective"].append(itml_objective(M, xi, xi0, gamma, prior_inverse=prior_inv,
+                                                 prior_logdet=logdet_inv, logdet=logdet))
         trace["conv"].append(conv)
-        trace["violation"].append(float(np.max(delta * (q - xi))) / scale)
+        trace["violation"].append(worst / scale)
         trace["time"].append(time.perf_counter() - start)
         if report is not None:
             report(sweep, trace)
@@ -374,21 +380,29 @@ def _sweep(M, V, delta, xi, lam, gamma_proj, inv_gamma):
     ``λ_c ← λ_c − α``, ``1/ξ_c ← 1/ξ_c + δα/γ`` and ``M ← M + β (Mv)(Mv)ᵀ`` with
     ``β = δα / (1 − δαp)`` (``ItmlAlg.m``'s constants, see :class:`ITML`). M is full and
     C-contiguous; the update ``β ((Mv)_i (Mv)_j)`` keeps it exactly symmetric.
+
+    Returns ``(Σ log(1 + β p), max δ (p − ξ_c))`` over the sweep's projections: the change of
+    ``log det M`` (determinant lemma) and the largest violation met, each before its projection.
     """
     d = M.shape[0]
     Mv = np.empty(d)
+    logdet, worst = 0.0, -np.inf
     for c in range(V.shape[0]):
         v = V[c]
         Mv[:] = 0.0
         for i in range(d):  # M v = Σ_i v_i M[i, :] (M symmetric): contiguous rows, vectorised
             for j in range(d):
                 Mv[j] += v[i] * M[i, j]
-        alpha, beta = _project(c, v @ Mv, delta, xi, lam, gamma_proj, inv_gamma)
+        p = v @ Mv
+        worst = max(worst, delta[c] * (p - xi[c]))
+        alpha, beta = _project(c, p, delta, xi, lam, gamma_proj, inv_gamma)
         if alpha == 0.0:  # a satisfied constraint with λ_c = 0: M is unchanged
             continue
+        logdet += np.log1p(beta * p)  # det(M + β u uᵀ) = det M (1 + β p) for u = M v
         for i in range(d):  # M ← M + β (Mv)(Mv)ᵀ
             for j in range(d):
                 M[i, j] += beta * (Mv[i] * Mv[j])
+    return logdet, worst
 
 
 
@@ -428,7 +442,7 @@ def _sweep_blocked(M, V, delta, xi, lam, gamma_proj, inv_gamma, block):
     (BLAS ``dgemm`` with β = 1, no temporary d×d product). That GEMM is
     symmetric only up to rounding, so M is made exactly symmetric once, at the end of the
     sweep. The same projections in the same order as :func:`_sweep`, with the sums regrouped:
-    equal up to rounding.
+    equal up to rounding; the same return value.
     """
     n_c, d = V.shape
     U = np.empty((block, d))
@@ -436,6 +450,7 @@ def _sweep_blocked(M, V, delta, xi, lam, gamma_proj, inv_gamma, block):
     chars = np.array([ord("N"), ord("T")], np.uint8)  # dgemm's transa, transb
     ints = np.array([d, d, 0], np.int32)  # m = n = lda = ldb = ldc = d, k (set per block)
     one = np.ones(1)  # alpha = beta = 1
+    logdet, worst = 0.0, -np.inf
     for s in range(0, n_c, block):
         e = min(s + block, n_c)
         P = V[s:e] @ M  # row j: (M_s v_j)ᵀ (M symmetric up to rounding within the sweep)
@@ -446,8 +461,11 @@ def _sweep_blocked(M, V, delta, xi, lam, gamma_proj, inv_gamma, block):
             Mv = P[j]
             if n_up:
                 Mv += (W[:n_up] @ v) @ U[:n_up]  # Σ_k β_k (u_kᵀ v) u_k
-            alpha, beta = _project(c, v @ Mv, delta, xi, lam, gamma_proj, inv_gamma)
+            p = v @ Mv
+            worst = max(worst, delta[c] * (p - xi[c]))
+            alpha, beta = _project(c, p, delta, xi, lam, gamma_proj, inv_gamma)
             if alpha != 0.0:
+                logdet += np.log1p(beta * p)
                 U[n_up] = Mv
                 W[n_up] = beta * Mv
                 n_up += 1
@@ -461,22 +479,27 @@ def _sweep_blocked(M, V, delta, xi, lam, gamma_proj, inv_gamma, block):
             g = 0.5 * (M[i, j] + M[j, i])
             M[i, j] = g
             M[j, i] = g
+    return logdet, worst
 
 
-def itml_objective(M, xi, xi0, gamma, chol=None, prior_inverse=None, prior_logdet=None):
+def itml_objective(M, xi, xi0, gamma, chol=None, prior_inverse=None, prior_logdet=None,
+                   logdet=None):
     """``D_ld(M, M₀) + γ Σ (ξ/ξ₀ − log(ξ/ξ₀) − 1)`` (Eq. (4) with slacks; no slack term if γ = ∞).
 
     ``D_ld(M, M₀) = tr(M M₀⁻¹) − log det M − log det M₀⁻¹ − d`` with ``prior_inverse`` = M₀⁻¹
     (None: M₀ = I) and ``prior_logdet`` its log-determinant (computed when not given).
+    ``log det M`` is ``logdet`` when given, else from the Cholesky factor ``chol`` of M
+    (computed when not given).
     """
-    R = np.linalg.cholesky(M) if chol is None else chol
+    if logdet is None:
+        R = np.linalg.cholesky(M) if chol is None else chol
+        logdet = 2.0 * np.sum(np.log(np.diag(R)))
     if prior_inverse is None:
-        f = np.trace(M) - 2.0 * np.sum(np.log(np.diag(R))) - M.shape[0]
+        f = np.trace(M) - logdet - M.shape[0]
     else:
         if prior_logdet is None:
             prior_logdet = _logdet(prior_inverse)
-        f = (np.vdot(prior_inverse, M) - 2.0 * np.sum(np.log(np.diag(R))) - prior_logdet
-             - M.shape[0])
+        f = np.vdot(prior_inverse, M) - logdet - prior_logdet - M.shape[0]
     if np.isfinite(gamma) and len(xi):
         r = np.asarray(xi) / np.asarray(xi0)
         f += gamma * np.sum(r - np.log(r) - 1.0)
