@@ -41,22 +41,18 @@ import time
 from numbers import Integral, Real
 
 import numpy as np
-from llvmlite import binding
-from numba import njit, types
-from numba.extending import get_cython_function_address
+from numba import njit
 from sklearn.datasets import make_spd_matrix
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from .base import VERBOSE, MetricLearner, report_progress, store_params, warn_not_converged
-from .linalg import JIT_OPTIONS, components_from_psd, pair_differences, pair_sq_distances
+from .linalg import (JIT_OPTIONS, components_from_psd, pair_differences, pair_sq_distances,
+                     scipy_routine)
 from .sdml import prior_inverse
 
-# BLAS dgemm (scipy's cython_blas, every argument by reference), called by symbol name so that
-# the compiled sweep stays cacheable: it adds a block's updates to M in place
-binding.add_symbol("dml_bench_itml_dgemm",
-                   get_cython_function_address("scipy.linalg.cython_blas", "dgemm"))
-_dgemm = types.ExternalFunction("dml_bench_itml_dgemm", types.void(*[types.voidptr] * 13))
+#: BLAS dgemm, callable from the compiled sweep: it adds a block's updates to M in place
+_dgemm = scipy_routine("blas", "dgemm", 13)
 
 PAIR_MODES = ("given", "random")
 #: the named priors M₀ of ITML (an SPD array is the fourth form)

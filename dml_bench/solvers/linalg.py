@@ -14,7 +14,9 @@ import functools
 
 import numpy as np
 import scipy.linalg
-from numba import njit
+from llvmlite import binding
+from numba import njit, types
+from numba.extending import get_cython_function_address
 
 from ..common.resources import available_memory_bytes  # check_square_memory's budget (tests patch it here)
 
@@ -24,6 +26,16 @@ JIT_OPTIONS = {"cache": True, "error_model": "numpy", "nogil": True}
 
 #: the compiled reductions may reorder their sums (vectorised); no finite-math assumption
 REDUCTION_JIT_OPTIONS = {**JIT_OPTIONS, "fastmath": {"reassoc", "contract"}}
+
+
+def scipy_routine(library: str, name: str, n_args: int):
+    """scipy's ``cython_<library>`` routine ``name`` (``"blas"`` or ``"lapack"``; every argument
+    by reference) as a numba external function of ``n_args`` pointers, for compiled code to call
+    without returning to Python. It is bound by symbol name (``dml_bench_<name>``), so the
+    compiled functions that call it stay cacheable on disk."""
+    symbol = f"dml_bench_{name}"
+    binding.add_symbol(symbol, get_cython_function_address(f"scipy.linalg.cython_{library}", name))
+    return types.ExternalFunction(symbol, types.void(*[types.voidptr] * n_args))
 
 
 def pair_differences(X: np.ndarray, pairs: np.ndarray) -> np.ndarray:

@@ -52,14 +52,13 @@ import time
 from numbers import Integral
 
 import numpy as np
-from llvmlite import binding
-from numba import njit, types
-from numba.extending import get_cython_function_address
+from numba import njit
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 
 from .base import VERBOSE, MetricLearner, report_progress, store_params
-from .linalg import JIT_OPTIONS, components_from_psd, pair_differences, pair_sq_distances
+from .linalg import (JIT_OPTIONS, components_from_psd, pair_differences, pair_sq_distances,
+                     scipy_routine)
 
 TRACE_KEYS = ("iteration", "objective", "squared_loss", "mistakes", "threshold", "time")
 
@@ -68,11 +67,8 @@ TRACE_KEYS = ("iteration", "objective", "squared_loss", "mistakes", "threshold",
 STATE = np.dtype([("b", "f8"), ("lam_lb", "f8"), ("loss", "f8"), ("sq_loss", "f8"),
                   ("mistakes", "i8"), ("n_updates", "i8"), ("n_eig", "i8"), ("n_proj", "i8")])
 
-# LAPACK dsyevr (scipy's cython_lapack, every argument by reference), called by symbol name so
-# that the compiled code stays cacheable
-binding.add_symbol("dml_bench_dsyevr",
-                   get_cython_function_address("scipy.linalg.cython_lapack", "dsyevr"))
-_dsyevr = types.ExternalFunction("dml_bench_dsyevr", types.void(*[types.voidptr] * 21))
+#: LAPACK dsyevr, callable from the compiled round
+_dsyevr = scipy_routine("lapack", "dsyevr", 21)
 
 
 def pola_state(A, b=1.0):
