@@ -76,3 +76,30 @@ def test_the_blocked_fit_forms_no_n_by_n_array(monkeypatch):
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < n * n * 8 / 16  # a few blocks, the points and the map: not one n×n array
+
+
+def test_the_blocked_fit_reports_each_evaluation(monkeypatch, capsys):
+    monkeypatch.setattr(baselines, "BLOCKED_FROM_N", 100)
+    losses = []
+
+    def counted(*args, **kwargs):
+        loss, grad = nca_loss_grad(*args, **kwargs)
+        losses.append((loss, np.abs(grad).max()))
+        return loss, grad
+
+    monkeypatch.setattr(baselines, "nca_loss_grad", counted)
+    rng = np.random.default_rng(2)
+    y = np.arange(150) % 3
+    X = rng.standard_normal((150, 4)) + np.eye(3, 4)[y]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        learner = SOLVERS["nca"](max_iter=3, init="pca", verbose=2).fit(X, y)
+    lines = [line for line in capsys.readouterr().out.splitlines() if "evaluations" in line]
+    assert len(lines) == len(losses) >= 3  # one per evaluation, the closing one included
+    first = lines[0].split(": ", 1)[1].split(", ")
+    assert lines[0].startswith("[NCA] iteration 0:") and first[0] == "evaluations 1"
+    assert float(first[1].split()[1]) == pytest.approx(-losses[0][0], rel=1e-5)
+    assert float(first[2].split()[1]) == pytest.approx(losses[0][1], rel=1e-5)
+    # the L-BFGS-B iterations completed when each evaluation came: from 0 up to the fit's count
+    done = [int(line.split()[2].rstrip(":")) for line in lines]
+    assert done == sorted(done) and done[0] == 0 and done[-1] <= learner.n_iter_

@@ -12,7 +12,11 @@ which is stopped once its fit has run for the budget.
 One row per fit, appended to ``results/leaderboard_diagnosis/budget_recheck.csv`` (fits already
 there are skipped, so it resumes): ``prep_seconds`` (the task's preparation in the child),
 ``fit_seconds`` (empty when stopped), ``over_budget`` (the fit reached the budget),
-``measured_at`` and the fit's identity. A wall-clock budget depends on the machine's speed of
+``measured_at`` and the fit's identity. With ``--progress`` the solver runs with ``verbose=2``
+and the row also keeps how far the fit got: ``progress``, its last progress line before the
+budget (iteration, objective and the optimality measure its stopping rule tests), and
+``progress_seconds``, when in the fit that line came; a fit recorded without them is measured
+again and its row replaced. A wall-clock budget depends on the machine's speed of
 the day: time a fit of the board's record beside the recheck (``--split``, ``--fold``,
 ``--params``; e.g. the second example below, one of the board's GD fits) and set the two side
 by side. Cells default to every ``over_budget`` mark of ``results/leaderboard/cells.csv`` that
@@ -21,6 +25,7 @@ was measured (not "estimated") on the data sets given.
     DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/diagnoses/budget_recheck.py mnist
     python benchmarks/diagnoses/budget_recheck.py mnist --labels gd --split 7 --fold 2/3 \\
         --params '{"lam": 1.0, "step": 0.1}' --budget 1200
+    python benchmarks/diagnoses/budget_recheck.py mnist --progress
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import argparse
 import dataclasses
 import json
 import multiprocessing
+import sys
 import time
 from pathlib import Path
 
@@ -37,7 +43,7 @@ from filelock import FileLock
 from threadpoolctl import threadpool_limits
 
 from dml_bench.run.execution import cpu_model, utc_now
-from dml_bench.leaderboard.board import load_board
+from dml_bench.leaderboard.board import load_board, read_cells
 from dml_bench.experiment.knn import all_tasks, fit_task_solver, prepare_split
 from dml_bench.run.tuning import TuneTask, tune_tasks
 
@@ -61,35 +67,66 @@ def cell_fit(exp, dataset: str, label: str, split: int = 0, fold: str | None = N
     return (fits or tasks)[0]
 
 
-def _fit_in_child(fit, pipe) -> None:
-    """Prepare, report the preparation's seconds, fit, report the fit's seconds."""
+class _PipeLines:
+    """A text stream that sends each complete line to ``pipe`` as ``("line", seconds, text)``,
+    with the seconds since ``start`` (the fit's start): the solver's progress lines."""
+
+    def __init__(self, pipe, start: float):
+        self.pipe, self.start, self._buffer = pipe, start, ""
+
+    def write(self, text: str) -> int:
+        self._buffer += text
+        *lines, self._buffer = self._buffer.split("\n")
+        for line in filter(None, lines):
+            self.pipe.send(("line", time.perf_counter() - self.start, line))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _fit_in_child(fit, pipe, progress: bool) -> None:
+    """Prepare, report the preparation's seconds, fit (sending the solver's progress lines when
+    ``progress``), report the fit's seconds."""
     task, fold = (fit.task, fit.fold) if isinstance(fit, TuneTask) else (fit, None)
     if fold is not None:  # the grid point as the solver's values, as the tuning fit builds it
         task = dataclasses.replace(task, tuned=fit.point)
     with threadpool_limits(limits=1):
         start = time.perf_counter()
         X_fit, y_fit, *_, constraints, _, _ = prepare_split(task, fold)
-        pipe.send(time.perf_counter() - start)
+        pipe.send(("prep", time.perf_counter() - start))
+        if progress:
+            task = dataclasses.replace(task, solver=dataclasses.replace(
+                task.solver, params={**task.solver.params, "verbose": 2}))
+            sys.stdout = _PipeLines(pipe, time.perf_counter())
         _, wall, _ = fit_task_solver(task, X_fit, y_fit, constraints)
-        pipe.send(wall)
+        pipe.send(("fit", wall))
 
 
-def time_fit(fit, budget: float) -> dict:
+def time_fit(fit, budget: float, progress: bool = False) -> dict:
     """Run ``fit`` in a child; stop it when the fit has run for ``budget`` seconds."""
     parent, child_end = multiprocessing.Pipe()
-    child = multiprocessing.Process(target=_fit_in_child, args=(fit, child_end))
+    child = multiprocessing.Process(target=_fit_in_child, args=(fit, child_end, progress))
     child.start()
-    fit = None
+    fit, last = None, (None, None)
     try:
-        prep = parent.recv()
-        if parent.poll(budget):
-            fit = parent.recv()
+        prep = parent.recv()[1]
+        deadline = time.monotonic() + budget
+        while parent.poll(max(deadline - time.monotonic(), 0.0)):
+            message = parent.recv()
+            if message[0] == "fit":
+                fit = message[1]
+                break
+            last = message[1:]
     except EOFError:
         raise SystemExit(f"the fit's child stopped with status {child.exitcode}") from None
     finally:
         child.kill()
         child.join()
-    return {"prep_seconds": prep, "fit_seconds": fit, "over_budget": fit is None}
+    row = {"prep_seconds": prep, "fit_seconds": fit, "over_budget": fit is None}
+    if progress:
+        row.update(progress=last[1], progress_seconds=last[0])
+    return row
 
 
 def main() -> None:
@@ -102,6 +139,8 @@ def main() -> None:
     parser.add_argument("--fold", help="a tuning fold, e.g. 3/3 (default: the first)")
     parser.add_argument("--params", type=json.loads,
                         help="a grid point as JSON, e.g. '{\"lam\": 1.0}' (default: the first)")
+    parser.add_argument("--progress", action="store_true",
+                        help="run the solver with verbose=2 and keep its last progress line")
     args = parser.parse_args()
     board = load_board(args.config)
     budget = args.budget or board.budget
@@ -109,13 +148,15 @@ def main() -> None:
     if args.labels:
         cells = [(d, s) for d in args.datasets for s in args.labels]
     else:
-        marks = pd.read_csv(Path("results") / exp.name / "cells.csv")
+        marks = read_cells(Path("results") / exp.name)  # each cell's latest record
         measured = marks[(marks.status == "over_budget")
                          & ~marks.reason.str.startswith("estimated")
                          & marks.dataset.isin(args.datasets)]
         cells = list(dict.fromkeys(zip(measured.dataset, measured.label)))
     done = (pd.read_csv(OUT, dtype=str, keep_default_na=False) if OUT.exists()
             else pd.DataFrame(columns=KEY))
+    if args.progress:  # a fit recorded without its progress is measured again
+        done = done[done.get("progress", pd.Series("", index=done.index)) != ""]
     done_fits = set(map(tuple, done[KEY].to_numpy()))
     OUT.parent.mkdir(parents=True, exist_ok=True)
     for dataset, label in cells:
@@ -127,16 +168,20 @@ def main() -> None:
                "params": json.dumps(dict(fit.point)) if tuning else ""}
         if tuple(str(row[k]) for k in KEY) in done_fits:
             continue
-        row.update(budget=budget, **time_fit(fit, budget), cpu_model=cpu_model(),
+        row.update(budget=budget, **time_fit(fit, budget, args.progress), cpu_model=cpu_model(),
                    measured_at=utc_now())
         # rewritten whole (a log from before a new column gets it empty), under a lock so that
         # two rechecks on disjoint cells lose no row
         with FileLock(str(OUT) + ".lock"):
             log = pd.DataFrame([row])
             if OUT.exists():
-                log = pd.concat([pd.read_csv(OUT, dtype=str, keep_default_na=False), log])
+                kept = pd.read_csv(OUT, dtype=str, keep_default_na=False)
+                same = (kept[KEY] == pd.Series({k: str(row[k]) for k in KEY})).all(axis=1)
+                log = pd.concat([kept[~same], log])  # a fit measured again replaces its row
             log.to_csv(OUT, index=False)
         took = "over the budget" if row["over_budget"] else f"{row['fit_seconds']:.0f} s"
+        if row.get("progress"):
+            took += f" (at {row['progress_seconds']:.0f} s: {row['progress']})"
         print(f"{dataset} × {label}: preparation {row['prep_seconds']:.0f} s, fit {took}",
               flush=True)
 

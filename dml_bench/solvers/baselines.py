@@ -27,7 +27,8 @@ from sklearn.neighbors import NeighborhoodComponentsAnalysis
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .base import MEMORY_LIMIT, VERBOSE, MetricLearner, store_params, warn_not_converged
+from .base import (MEMORY_LIMIT, VERBOSE, MetricLearner, report_progress, store_params,
+                   warn_not_converged)
 from .linalg import check_square_memory, eigh_all
 from .nca_blocked import nca_loss_grad
 
@@ -86,7 +87,10 @@ class NCA(MetricLearner):
     From ``BLOCKED_FROM_N`` (4,096) training points on, and with a named ``init``, the loss
     and gradient run by blocks of rows (:mod:`.nca_blocked`): the same sums in another order,
     in memory linear in n, under scikit-learn's initial map and its L-BFGS-B call (``tol``,
-    ``max_iter``); scikit-learn's per-iteration table (``verbose`` ≥ 2) is then not printed.
+    ``max_iter``); scikit-learn's per-iteration table (``verbose`` ≥ 2) is then not printed,
+    and ``verbose`` ≥ 2 prints one line per evaluation of the loss and gradient instead (the
+    L-BFGS-B iterations completed, the evaluations made, the objective and the gradient's
+    ∞-norm there, and the seconds since the start of ``fit``).
 
     Parameters
     ----------
@@ -174,9 +178,16 @@ class NCA(MetricLearner):
         loss_grad = (functools.partial(_blocked_loss_grad, y=y) if blocked
                      else nca._loss_grad_lbfgs)
 
+        evaluations = []
+
         def remembered(transformation, *args, **kwargs):
             loss, grad = loss_grad(transformation, *args, **kwargs)
             last.update(at=transformation.copy(), loss=loss, grad=grad)
+            if blocked and self.verbose >= 2:  # scikit-learn's table is not printed there
+                evaluations.append(time.perf_counter() - start)
+                report_progress(self, len(times), evaluations=len(evaluations),
+                                objective=-float(loss), gradient_norm=float(np.abs(grad).max()),
+                                seconds=evaluations[-1])
             return loss, grad
 
         if blocked:
