@@ -19,8 +19,9 @@ budget (iteration, objective and the optimality measure its stopping rule tests)
 again and its row replaced. A wall-clock budget depends on the machine's speed of
 the day: time a fit of the board's record beside the recheck (``--split``, ``--fold``,
 ``--params``; e.g. the second example below, one of the board's GD fits) and set the two side
-by side. Cells default to every ``over_budget`` mark of ``results/leaderboard/cells.csv`` that
-was measured (not "estimated") on the data sets given.
+by side. Cells default to every cell of the data sets given whose latest record in
+``results/leaderboard/cells.csv`` is an ``over_budget`` mark that was measured (not
+"estimated").
 
     DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/diagnoses/budget_recheck.py mnist
     python benchmarks/diagnoses/budget_recheck.py mnist --labels gd --split 7 --fold 2/3 \\
@@ -156,7 +157,7 @@ def main() -> None:
     done = (pd.read_csv(OUT, dtype=str, keep_default_na=False) if OUT.exists()
             else pd.DataFrame(columns=KEY))
     if args.progress:  # a fit recorded without its progress is measured again
-        done = done[done.get("progress", pd.Series("", index=done.index)) != ""]
+        done = done[done["progress"] != ""] if "progress" in done else done.iloc[:0]
     done_fits = set(map(tuple, done[KEY].to_numpy()))
     OUT.parent.mkdir(parents=True, exist_ok=True)
     for dataset, label in cells:

@@ -13,6 +13,7 @@ chunklet-centred points.
 from __future__ import annotations
 
 import functools
+import itertools
 import time
 import warnings
 from numbers import Integral, Real
@@ -178,16 +179,15 @@ class NCA(MetricLearner):
         loss_grad = (functools.partial(_blocked_loss_grad, y=y) if blocked
                      else nca._loss_grad_lbfgs)
 
-        evaluations = []
+        evaluations = itertools.count(1)
 
         def remembered(transformation, *args, **kwargs):
             loss, grad = loss_grad(transformation, *args, **kwargs)
             last.update(at=transformation.copy(), loss=loss, grad=grad)
             if blocked and self.verbose >= 2:  # scikit-learn's table is not printed there
-                evaluations.append(time.perf_counter() - start)
-                report_progress(self, len(times), evaluations=len(evaluations),
+                report_progress(self, len(times), evaluations=next(evaluations),
                                 objective=-float(loss), gradient_norm=float(np.abs(grad).max()),
-                                seconds=evaluations[-1])
+                                seconds=time.perf_counter() - start)
             return loss, grad
 
         if blocked:
