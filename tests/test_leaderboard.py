@@ -1109,3 +1109,26 @@ def test_xing_projection_diagnosis_counts_every_eigendecomposition(benchmark_scr
                                                   {"projection": "alternating", "max_iter": 4},
                                                   "toy", 0))
     assert list(alternating.cycle) == [1, 2, 3, 4] and (alternating.eigendecompositions >= 1).all()
+
+
+def test_eigen_route_matrix_free_vertex_is_the_top_eigenvector(benchmark_script):
+    """The diagnosis's matrix-free vertex is the top eigenvector of ``Σ_r w_r z_r z_rᵀ`` summed
+    pair by pair (numpy's ``eigh``), for signed weights with some below the threshold, on a shape
+    where :class:`GramTopEigenvector` takes its pair-Laplacian branch."""
+    from dml_bench.solvers.top_eigen import GramTopEigenvector
+
+    diagnosis = benchmark_script("diagnoses/eigen_route")
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((60, 40))
+    pairs = np.array([(a, b) for a in range(60) for b in range(a + 1, 60)])[::3]
+    w = rng.standard_normal(len(pairs))
+    w[::7] = 1e-14  # left out, as the formed route leaves them out
+    vertex = GramTopEigenvector(X, pairs, 1e-12, signed=True)
+    assert vertex._laplacian is not None
+    Z = X[pairs[:, 0]] - X[pairs[:, 1]]
+    kept = np.abs(w) >= 1e-12 * np.abs(w).max()
+    lams, V = np.linalg.eigh((Z[kept] * w[kept, None]).T @ Z[kept])
+    free = diagnosis.matrix_free_vertex(vertex, w, None)
+    assert free["lam"] == pytest.approx(lams[-1], rel=1e-9)
+    assert abs(free["v"] @ V[:, -1]) == pytest.approx(1.0, abs=1e-8)
+    assert free["products"] >= 1

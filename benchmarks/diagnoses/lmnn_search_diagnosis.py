@@ -1,0 +1,80 @@
+"""LMNN's impostor list between two searches: the loss along the board's first fit, with the
+search every ``update_every`` iterations (the board's 10) and at every iteration.
+
+With ``impostors="recompute"`` (:mod:`dml_bench.solvers.lmnn`), LMNN searches all training points
+for impostor candidates every ``update_every`` iterations, as the authors' code does; between two
+searches only the candidates' triplets enter the loss, and a step is accepted when it lowers that
+loss. A point that becomes an impostor between two searches is not in it: the loss the steps
+descend then understates ε, and the next search adds the missed triplets at once. With a search
+at every iteration each step starts from ε itself.
+
+This script fits the board's first fit of the LMNN cell (split 0, first tuning fold and grid
+point: :func:`budget_recheck.cell_fit`) for ``--iters`` iterations at each ``--update-every``, with
+one BLAS thread, and keeps each iteration's loss (exact at a search), active triplets and step
+(the solver's ``trace_``), and the fit's exact ε at its last iterate (``objective_``, after a
+search), in ``results/leaderboard_diagnosis/lmnn_search_<dataset>.csv`` (a rerun replaces the rows
+of the ``update_every`` values it runs).
+
+    DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/diagnoses/lmnn_search_diagnosis.py \\
+        usps --iters 80 --update-every 10 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+import pandas as pd
+from filelock import FileLock
+from threadpoolctl import threadpool_limits
+
+from dml_bench.experiment.knn import fit_task_solver, prepare_split
+from dml_bench.leaderboard.board import load_board
+
+sys.path.insert(0, str(Path(__file__).parent))
+from budget_recheck import cell_fit  # noqa: E402
+
+OUT = Path("results/leaderboard_diagnosis")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dataset")
+    parser.add_argument("--config", default="configs/leaderboard.yaml")
+    parser.add_argument("--iters", type=int, default=80)
+    parser.add_argument("--update-every", type=int, nargs="+", default=[10, 1])
+    args = parser.parse_args()
+    fit = cell_fit(load_board(args.config).experiment, args.dataset, "lmnn")
+    frames = []
+    with threadpool_limits(limits=1):
+        X_fit, y_fit, *_, constraints, _, _ = prepare_split(
+            dataclasses.replace(fit.task, tuned=fit.point), fit.fold)
+        for every in args.update_every:
+            task = dataclasses.replace(fit.task, tuned=fit.point, solver=dataclasses.replace(
+                fit.task.solver, params={**fit.task.solver.params, "max_iter": args.iters,
+                                         "update_every": every}))
+            solver, wall, _ = fit_task_solver(task, X_fit, y_fit, constraints)
+            trace = solver.trace_
+            frame = pd.DataFrame({"iteration": range(1, len(trace["objective"]) + 1),
+                                  **{k: trace[k] for k in ("objective", "n_active", "step")}})
+            frames.append(frame.assign(update_every=every, final_exact_objective=solver.objective_,
+                                       fit_seconds=wall, fold=fit.fold_name,
+                                       params=str(dict(fit.point))))
+            rises = frame.objective.diff().gt(0).sum()
+            print(f"update_every={every}: loss {frame.objective.iloc[0]:.4g} -> "
+                  f"{frame.objective.iloc[-1]:.4g} (exact at the end {solver.objective_:.4g}), "
+                  f"{rises} rises, {wall:.0f} s", flush=True)
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"lmnn_search_{args.dataset}.csv"
+    with FileLock(str(path) + ".lock"):  # a rerun replaces the rows of its update_every values
+        log = pd.concat(frames)
+        if path.exists():
+            kept = pd.read_csv(path)
+            log = pd.concat([kept[~kept.update_every.isin(args.update_every)], log])
+        log.to_csv(path, index=False)
+
+
+if __name__ == "__main__":
+    main()
