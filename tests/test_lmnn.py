@@ -322,3 +322,27 @@ def test_n_components_faults_are_one_line():
             LMNN(**params).fit(X, y, constraints=c)
         assert "\n" not in str(err.value)
     assert fit(X, y, c, n_components=4, solver="M", max_iter=20).components_.shape == (4, 4)
+
+
+def test_lmnn_search_diagnosis_records_the_exact_loss_at_each_search(benchmark_script,
+                                                                     monkeypatch):
+    """The diagnosis's record of the loss at each impostor search: one value per search, the
+    first ε over all impostors at the start (L = I), the last at the returned metric, both by
+    :func:`brute_loss` over every (target, other-class point) triplet."""
+    from dml_bench.solvers import lmnn
+
+    diagnosis = benchmark_script("diagnoses/lmnn_search_diagnosis")
+    for name in ("set_impostors", "loss"):  # the recorder patches the class: undone after
+        monkeypatch.setattr(lmnn._Problem, name, getattr(lmnn._Problem, name))
+    searches, calls = [], []
+    diagnosis.record_searches(searches)
+    real = lmnn._search_impostors
+    monkeypatch.setattr(lmnn, "_search_impostors", lambda *a: calls.append(1) or real(*a))
+    X, y, c = tiny_problem(5, d=3, n=24, k=2, max_triplets=10_000, shift=0.5)
+    model = fit(X, y, c, max_iter=30, update_every=7)
+    targets = np.unique(c.triplets[:, :2], axis=0)
+    all_triplets = np.array([(i, j, k) for (i, j), k in itertools.product(targets, range(len(y)))
+                             if y[k] != y[i]])
+    assert len(searches) == len(calls) >= 3
+    assert searches[0] == pytest.approx(brute_loss(X, np.eye(3), all_triplets), rel=1e-12)
+    assert searches[-1] == pytest.approx(brute_loss(X, model.metric_, all_triplets), rel=1e-9)

@@ -12,8 +12,11 @@ This script fits the board's first fit of the LMNN cell (split 0, first tuning f
 point: :func:`budget_recheck.cell_fit`) for ``--iters`` iterations at each ``--update-every``, with
 one BLAS thread, and keeps each iteration's loss (exact at a search), active triplets and step
 (the solver's ``trace_``), and the fit's exact ε at its last iterate (``objective_``, after a
-search), in ``results/leaderboard_diagnosis/lmnn_search_<dataset>.csv`` (a rerun replaces the rows
-of the ``update_every`` values it runs).
+search), in ``results/leaderboard_diagnosis/lmnn_search_<dataset>.csv``; and per fit, in
+``lmnn_searches.csv`` there, the exact ε at each search from the start to the returned iterate
+(the loss the solver computes first after a search), how many searches found it higher than
+the search before and the largest such ratio. A rerun replaces the rows of the ``update_every``
+values it runs.
 
     DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/diagnoses/lmnn_search_diagnosis.py \\
         usps --iters 80 --update-every 10 1
@@ -32,11 +35,31 @@ from threadpoolctl import threadpool_limits
 
 from dml_bench.experiment.knn import fit_task_solver, prepare_split
 from dml_bench.leaderboard.board import load_board
+from dml_bench.solvers import lmnn
 
 sys.path.insert(0, str(Path(__file__).parent))
 from budget_recheck import cell_fit  # noqa: E402
 
 OUT = Path("results/leaderboard_diagnosis")
+
+
+def record_searches(losses: list) -> None:
+    """Append to ``losses`` the exact ε at each impostor search: the loss the solver computes
+    first after a search (at the search's L, over all the impostors it found)."""
+    set_impostors, loss = lmnn._Problem.set_impostors, lmnn._Problem.loss
+
+    def searched(prob, *args):
+        prob._searched = True
+        return set_impostors(prob, *args)
+
+    def evaluated(prob, L, smoothing=0.0):
+        value = loss(prob, L, smoothing)
+        if getattr(prob, "_searched", False):
+            prob._searched = False
+            losses.append(value[0])
+        return value
+
+    lmnn._Problem.set_impostors, lmnn._Problem.loss = searched, evaluated
 
 
 def main() -> None:
@@ -47,7 +70,8 @@ def main() -> None:
     parser.add_argument("--update-every", type=int, nargs="+", default=[10, 1])
     args = parser.parse_args()
     fit = cell_fit(load_board(args.config).experiment, args.dataset, "lmnn")
-    frames = []
+    frames, searches, summaries = [], [], []
+    record_searches(searches)
     with threadpool_limits(limits=1):
         X_fit, y_fit, *_, constraints, _, _ = prepare_split(
             dataclasses.replace(fit.task, tuned=fit.point), fit.fold)
@@ -55,17 +79,30 @@ def main() -> None:
             task = dataclasses.replace(fit.task, tuned=fit.point, solver=dataclasses.replace(
                 fit.task.solver, params={**fit.task.solver.params, "max_iter": args.iters,
                                          "update_every": every}))
+            searches.clear()
             solver, wall, _ = fit_task_solver(task, X_fit, y_fit, constraints)
+            # the exact ε at each search, from the start to the returned iterate
+            at_search = pd.Series(searches)
+            rose = int(at_search.diff().gt(0).sum())
             trace = solver.trace_
             frame = pd.DataFrame({"iteration": range(1, len(trace["objective"]) + 1),
                                   **{k: trace[k] for k in ("objective", "n_active", "step")}})
             frames.append(frame.assign(update_every=every, final_exact_objective=solver.objective_,
                                        fit_seconds=wall, fold=fit.fold_name,
                                        params=str(dict(fit.point))))
+            summaries.append(dict(
+                dataset=args.dataset, update_every=every, max_iter=args.iters,
+                n_iter=solver.n_iter_, converged=solver.converged_, searches=len(at_search),
+                searches_rising=rose, largest_rise=float((at_search / at_search.shift()).max()),
+                first_exact=at_search.iloc[0], last_exact=at_search.iloc[-1],
+                exact_at_searches=" ".join(f"{v:.6g}" for v in at_search), fit_seconds=wall,
+                fold=fit.fold_name, params=str(dict(fit.point))))
             rises = frame.objective.diff().gt(0).sum()
             print(f"update_every={every}: loss {frame.objective.iloc[0]:.4g} -> "
                   f"{frame.objective.iloc[-1]:.4g} (exact at the end {solver.objective_:.4g}), "
-                  f"{rises} rises, {wall:.0f} s", flush=True)
+                  f"{rises} rises; exact loss at {len(at_search)} searches, rising at {rose}; "
+                  f"{solver.n_iter_} iterations, converged {solver.converged_}, {wall:.0f} s",
+                  flush=True)
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"lmnn_search_{args.dataset}.csv"
     with FileLock(str(path) + ".lock"):  # a rerun replaces the rows of its update_every values
@@ -74,6 +111,14 @@ def main() -> None:
             kept = pd.read_csv(path)
             log = pd.concat([kept[~kept.update_every.isin(args.update_every)], log])
         log.to_csv(path, index=False)
+    summary = OUT / "lmnn_searches.csv"
+    with FileLock(str(summary) + ".lock"):  # one row per data set and update_every
+        log = pd.DataFrame(summaries)
+        if summary.exists():
+            kept = pd.read_csv(summary)
+            log = pd.concat([kept[~((kept.dataset == args.dataset)
+                                    & kept.update_every.isin(args.update_every))], log])
+        log.to_csv(summary, index=False)
 
 
 if __name__ == "__main__":
