@@ -1132,3 +1132,17 @@ def test_eigen_route_matrix_free_vertex_is_the_top_eigenvector(benchmark_script)
     assert free["lam"] == pytest.approx(lams[-1], rel=1e-9)
     assert abs(free["v"] @ V[:, -1]) == pytest.approx(1.0, abs=1e-8)
     assert free["products"] >= 1
+
+
+def test_diagnosis_logs_replace_the_rows_of_the_same_key(benchmark_script, tmp_path):
+    """A rerun's rows replace those of the same key (compared as text) and keep the others'
+    text as written; a new column is empty in the older rows."""
+    recheck = benchmark_script("diagnoses/budget_recheck")
+    path = tmp_path / "log.csv"
+    path.write_text("dataset,split,seconds\nwine,0,0.10\nwine,1,\niris,0,3\n")
+    recheck.replace_rows(path, pd.DataFrame({"dataset": ["wine"], "split": [1], "seconds": [2.5],
+                                             "note": ["again"]}), ["dataset", "split"])
+    assert path.read_text().splitlines() == [
+        "dataset,split,seconds,note", "wine,0,0.10,", "iris,0,3,", "wine,1,2.5,again"]
+    recheck.replace_rows(tmp_path / "new" / "log.csv", pd.DataFrame({"a": [1]}), ["a"])
+    assert (tmp_path / "new" / "log.csv").read_text() == "a\n1\n"

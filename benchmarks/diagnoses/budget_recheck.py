@@ -68,6 +68,33 @@ def cell_fit(exp, dataset: str, label: str, split: int = 0, fold: str | None = N
     return (fits or tasks)[0]
 
 
+def fit_task(fit, **params):
+    """The task that ``fit`` (of :func:`cell_fit`) fits, with its grid point as the solver's
+    values for a tuning fit (as the tuning fit builds it) and the solver's ``params`` overridden,
+    and its tuning fold (None for a final fit)."""
+    task, fold = (fit.task, fit.fold) if isinstance(fit, TuneTask) else (fit, None)
+    if fold is not None:
+        task = dataclasses.replace(task, tuned=fit.point)
+    if params:
+        task = dataclasses.replace(task, solver=dataclasses.replace(
+            task.solver, params={**task.solver.params, **params}))
+    return task, fold
+
+
+def replace_rows(path: Path, new: pd.DataFrame, key: list[str]) -> None:
+    """Write ``new`` into the CSV at ``path``, replacing its rows with the same values of ``key``
+    (compared as text). The file is rewritten whole (rows from before a new column get it
+    empty; the others keep their text), under a lock, so that two runs on disjoint rows lose
+    none."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock"):
+        if path.exists():
+            kept = pd.read_csv(path, dtype=str, keep_default_na=False)
+            seen = pd.MultiIndex.from_frame(new[key].astype(str))
+            new = pd.concat([kept[~pd.MultiIndex.from_frame(kept[key]).isin(seen)], new])
+        new.to_csv(path, index=False)
+
+
 class _PipeLines:
     """A text stream that sends each complete line to ``pipe`` as ``("line", seconds, text)``,
     with the seconds since ``start`` (the fit's start): the solver's progress lines."""
@@ -89,16 +116,12 @@ class _PipeLines:
 def _fit_in_child(fit, pipe, progress: bool) -> None:
     """Prepare, report the preparation's seconds, fit (sending the solver's progress lines when
     ``progress``), report the fit's seconds."""
-    task, fold = (fit.task, fit.fold) if isinstance(fit, TuneTask) else (fit, None)
-    if fold is not None:  # the grid point as the solver's values, as the tuning fit builds it
-        task = dataclasses.replace(task, tuned=fit.point)
+    task, fold = fit_task(fit, **({"verbose": 2} if progress else {}))
     with threadpool_limits(limits=1):
         start = time.perf_counter()
         X_fit, y_fit, *_, constraints, _, _ = prepare_split(task, fold)
         pipe.send(("prep", time.perf_counter() - start))
         if progress:
-            task = dataclasses.replace(task, solver=dataclasses.replace(
-                task.solver, params={**task.solver.params, "verbose": 2}))
             sys.stdout = _PipeLines(pipe, time.perf_counter())
         _, wall, _ = fit_task_solver(task, X_fit, y_fit, constraints)
         pipe.send(("fit", wall))
@@ -159,7 +182,6 @@ def main() -> None:
     if args.progress:  # a fit recorded without its progress is measured again
         done = done[done["progress"] != ""] if "progress" in done else done.iloc[:0]
     done_fits = set(map(tuple, done[KEY].to_numpy()))
-    OUT.parent.mkdir(parents=True, exist_ok=True)
     for dataset, label in cells:
         fit = cell_fit(exp, dataset, label, args.split, args.fold, args.params)
         tuning = isinstance(fit, TuneTask)
@@ -171,15 +193,7 @@ def main() -> None:
             continue
         row.update(budget=budget, **time_fit(fit, budget, args.progress), cpu_model=cpu_model(),
                    measured_at=utc_now())
-        # rewritten whole (a log from before a new column gets it empty), under a lock so that
-        # two rechecks on disjoint cells lose no row
-        with FileLock(str(OUT) + ".lock"):
-            log = pd.DataFrame([row])
-            if OUT.exists():
-                kept = pd.read_csv(OUT, dtype=str, keep_default_na=False)
-                same = (kept[KEY] == pd.Series({k: str(row[k]) for k in KEY})).all(axis=1)
-                log = pd.concat([kept[~same], log])  # a fit measured again replaces its row
-            log.to_csv(OUT, index=False)
+        replace_rows(OUT, pd.DataFrame([row]), KEY)  # a fit measured again replaces its row
         took = "over the budget" if row["over_budget"] else f"{row['fit_seconds']:.0f} s"
         if row.get("progress"):
             took += f" (at {row['progress_seconds']:.0f} s: {row['progress']})"

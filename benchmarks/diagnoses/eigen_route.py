@@ -5,7 +5,7 @@ Each iteration of DML-eig (Ying & Li 2012, Table 1) and LMNN-eig (Table 2) takes
 eigenvector of ``G(w) = Σ_r w_r z_r z_rᵀ`` over the pair differences (Eqs. (20) and (24)).
 :class:`~dml_bench.solvers.top_eigen.GramTopEigenvector` forms ``G = X̄ᵀ L_w X̄`` (one n×d×d
 product) and runs Lanczos on it, warm-started at the previous vertex. The matrix-free route
-runs the same Lanczos (ARPACK ``eigsh``, ``which="LA"``, the same tolerance and warm start) on
+runs the same Lanczos (ARPACK ``eigsh``, ``which="LA"``, same tolerance and warm start) on
 ``v ↦ X̄ᵀ L_w (X̄ v)`` without forming G: each product streams X̄ twice, so it wins only while
 Lanczos needs fewer products than the GEMM costs.
 
@@ -14,9 +14,9 @@ This script fits the board's first fit of a cell (split 0, its first tuning fold
 the same eigenproblem both ways, for the same weights: the formed route's seconds for the whole
 call (G, its eigenvector and the pairs' projections), the matrix-free route's seconds for the
 eigenvector and the projections, its number of products, the two eigenvalues and ``|cos|``
-between the two vectors; and the fit's seconds without the matrix-free solves. One row per checkpoint in
-``results/leaderboard_diagnosis/eigen_route.csv``, with the precision of the fit's points (a
-rerun replaces the cell's rows of the same precision).
+between the two vectors; and the fit's seconds without the matrix-free solves. One row per
+checkpoint in ``results/leaderboard_diagnosis/eigen_route.csv``, with the precision of the fit's
+points (a rerun replaces the cell's rows of the same precision).
 
     DMLBENCH_DATA_MIRROR=../shared/datasets python benchmarks/diagnoses/eigen_route.py \\
         mnist dml_eig --float32
@@ -25,7 +25,6 @@ rerun replaces the cell's rows of the same precision).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 import time
@@ -33,7 +32,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from filelock import FileLock
 from scipy.sparse.linalg import LinearOperator, eigsh
 from threadpoolctl import threadpool_limits
 
@@ -44,7 +42,7 @@ from dml_bench.solvers import top_eigen
 from dml_bench.solvers.linalg import pair_sq_distances
 
 sys.path.insert(0, str(Path(__file__).parent))
-from budget_recheck import cell_fit  # noqa: E402
+from budget_recheck import cell_fit, fit_task, replace_rows  # noqa: E402
 
 OUT = Path("results/leaderboard_diagnosis/eigen_route.csv")
 CHECKPOINTS = (1, 2, 3, 5, 10, 20, 50, 100, 200, 300, 500, 700, 1000)
@@ -107,35 +105,28 @@ def main() -> None:
     parser.add_argument("label", choices=["dml_eig", "lmnn_eig"])
     parser.add_argument("--config", default="configs/leaderboard.yaml")
     parser.add_argument("--float32", action="store_true",
-                        help="give the solver the points in float32 (a solver that does not preserve float32 "
-             "fits in float64: the rows' precision is the one the fit used)")
+                        help="give the solver the points in float32 (a solver that does not "
+                             "preserve float32 fits in float64: the rows' precision is the "
+                             "one the fit used)")
     parser.add_argument("--max-iter", type=int, default=1000)
     args = parser.parse_args()
     fit = cell_fit(load_board(args.config).experiment, args.dataset, args.label)
-    task = dataclasses.replace(fit.task, tuned=fit.point)
-    task = dataclasses.replace(task, solver=dataclasses.replace(
-        task.solver, params={**task.solver.params, "max_iter": args.max_iter}))
+    task, fold = fit_task(fit, max_iter=args.max_iter)
     rows: list = []
     instrument(rows, {c for c in CHECKPOINTS if c <= args.max_iter + 1})
     with threadpool_limits(limits=1):
-        X_fit, y_fit, *_, constraints, _, _ = prepare_split(task, fit.fold)
+        X_fit, y_fit, *_, constraints, _, _ = prepare_split(task, fold)
         if args.float32:
             X_fit = X_fit.astype(np.float32)
         _, wall, _ = fit_task_solver(task, X_fit, y_fit, constraints)
     log = pd.DataFrame(rows).assign(
         dataset=args.dataset, label=args.label, fold=fit.fold_name,
         params=json.dumps(dict(fit.point)), n_fit=len(X_fit),
-        fit_seconds=wall - sum(r["free_seconds"] for r in rows), cpu_model=cpu_model(), measured_at=utc_now())
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    precision = log.precision.iloc[0]  # the points' in the fit (float64 where not preserved)
-    with FileLock(str(OUT) + ".lock"):  # two cells measured at once lose no row
-        if OUT.exists():
-            kept = pd.read_csv(OUT)
-            same = ((kept.dataset == args.dataset) & (kept.label == args.label)
-                    & (kept.precision == precision))
-            log = pd.concat([kept[~same], log])
-        log.to_csv(OUT, index=False)
-    print(f"{args.dataset} × {args.label} ({precision}): fit {log.fit_seconds.iloc[-1]:.0f} s "
+        fit_seconds=wall - sum(r["free_seconds"] for r in rows), cpu_model=cpu_model(),
+        measured_at=utc_now())
+    replace_rows(OUT, log, ["dataset", "label", "precision"])
+    print(f"{args.dataset} × {args.label} ({log.precision.iloc[0]}): "
+          f"fit {log.fit_seconds.iloc[0]:.0f} s "
           "without the matrix-free solves", flush=True)
 
 

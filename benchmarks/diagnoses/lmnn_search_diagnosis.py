@@ -25,12 +25,10 @@ values it runs.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
 import pandas as pd
-from filelock import FileLock
 from threadpoolctl import threadpool_limits
 
 from dml_bench.experiment.knn import fit_task_solver, prepare_split
@@ -38,7 +36,7 @@ from dml_bench.leaderboard.board import load_board
 from dml_bench.solvers import lmnn
 
 sys.path.insert(0, str(Path(__file__).parent))
-from budget_recheck import cell_fit  # noqa: E402
+from budget_recheck import cell_fit, fit_task, replace_rows  # noqa: E402
 
 OUT = Path("results/leaderboard_diagnosis")
 
@@ -73,12 +71,10 @@ def main() -> None:
     frames, searches, summaries = [], [], []
     record_searches(searches)
     with threadpool_limits(limits=1):
-        X_fit, y_fit, *_, constraints, _, _ = prepare_split(
-            dataclasses.replace(fit.task, tuned=fit.point), fit.fold)
+        task, fold = fit_task(fit)
+        X_fit, y_fit, *_, constraints, _, _ = prepare_split(task, fold)
         for every in args.update_every:
-            task = dataclasses.replace(fit.task, tuned=fit.point, solver=dataclasses.replace(
-                fit.task.solver, params={**fit.task.solver.params, "max_iter": args.iters,
-                                         "update_every": every}))
+            task, _ = fit_task(fit, max_iter=args.iters, update_every=every)
             searches.clear()
             solver, wall, _ = fit_task_solver(task, X_fit, y_fit, constraints)
             # the exact ε at each search, from the start to the returned iterate
@@ -103,23 +99,8 @@ def main() -> None:
                   f"{rises} rises; exact loss at {len(at_search)} searches, rising at {rose}; "
                   f"{solver.n_iter_} iterations, converged {solver.converged_}, {wall:.0f} s",
                   flush=True)
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"lmnn_search_{args.dataset}.csv"
-    with FileLock(str(path) + ".lock"):  # a rerun replaces the rows of its update_every values
-        log = pd.concat(frames)
-        if path.exists():
-            kept = pd.read_csv(path)
-            log = pd.concat([kept[~kept.update_every.isin(args.update_every)], log])
-        log.to_csv(path, index=False)
-    summary = OUT / "lmnn_searches.csv"
-    with FileLock(str(summary) + ".lock"):  # one row per data set and update_every
-        log = pd.DataFrame(summaries)
-        if summary.exists():
-            kept = pd.read_csv(summary)
-            log = pd.concat([kept[~((kept.dataset == args.dataset)
-                                    & kept.update_every.isin(args.update_every))], log])
-        log.to_csv(summary, index=False)
-
+    replace_rows(OUT / f"lmnn_search_{args.dataset}.csv", pd.concat(frames), ["update_every"])
+    replace_rows(OUT / "lmnn_searches.csv", pd.DataFrame(summaries), ["dataset", "update_every"])
 
 if __name__ == "__main__":
     main()
